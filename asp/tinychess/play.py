@@ -1,0 +1,330 @@
+"""Batched self-play in one process: many games at once, one network call per step.
+
+``play_games`` keeps ``cfg.batch_size`` games in flight. Each step it generates the legal
+moves of every game, encodes all boards in one call, runs each network once on the boards
+where it is to move, samples a move per game and pushes it. When a game ends its slot starts
+the next game, so the batch stays full until the last games drain.
+
+Determinism: every game draws its random numbers from its own stream, seeded by
+``(cfg.seed, game_id)``, and its colour and opening depend on its id alone. So a game is the
+same whichever call, shard, batch or process plays it (up to floating-point differences in
+the network between batch sizes, which would have to land within ~1e-7 of a sampling
+boundary to change a move).
+
+Adjudication at ``max_plies``: material is counted with pawn 1, knight 3, bishop 3, rook 5,
+queen 9; a side ahead by at least ``cfg.adjudication_margin`` points wins, otherwise the
+game is drawn. The termination is ``max_plies`` either way.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import torch
+from torch import nn
+
+from asp.errors import ConfigError
+from asp.tinychess.features import encode_boards
+from asp.tinychess.moves import legal_move_indices
+from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise
+
+__all__ = ["PlayConfig", "play_games"]
+
+_MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
+
+
+def _check_int(owner: str, name: str, value: object, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"{owner}.{name} must be an int in {low}..{high}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class PlayConfig:
+    """What :func:`play_games` plays. Invalid values raise :class:`asp.errors.ConfigError`."""
+
+    n_games: int = 256
+    """Games to play (0 to 10**9)."""
+
+    seed: int = 0
+    """Seed of the games' random streams (0 to 2**63 - 1)."""
+
+    first_game: int = 0
+    """Id of the first game; games get ids ``first_game .. first_game + n_games - 1``.
+    Shards of one call use distinct ranges (0 to 2**63 - 1)."""
+
+    max_plies: int = 200
+    """Plies after which a game is adjudicated by material (1 to 10000)."""
+
+    temperature: float = 1.0
+    """Softmax temperature of move sampling; 0 plays the most likely move (0 to 100)."""
+
+    batch_size: int = 64
+    """Games played concurrently, and so boards per network call (1 to 4096)."""
+
+    openings: tuple[str, ...] = ()
+    """FENs to start games from, game ``i`` from ``openings[i % len(openings)]``; empty
+    means the initial position. Each must be a valid position that is not already over."""
+
+    mask_illegal: bool = True
+    """True: sample among legal moves. False: sample from the full policy, count each
+    illegal pick in ``illegal_attempts`` and resample among the legal moves."""
+
+    model_version: int = 0
+    """Version of the model's weights, copied into every record (0 to 2**63 - 1)."""
+
+    opponent_version: int = 0
+    """Version of the opponent's weights, copied into records of games against it."""
+
+    adjudication_margin: int = 3
+    """Material lead (in pawns) that wins a game adjudicated at ``max_plies`` (1 to 39)."""
+
+    def __post_init__(self) -> None:
+        big = 2**63 - 1
+        for name, low, high in (
+            ("n_games", 0, 10**9),
+            ("seed", 0, big),
+            ("first_game", 0, big),
+            ("max_plies", 1, 10_000),
+            ("batch_size", 1, 4096),
+            ("model_version", 0, big),
+            ("opponent_version", 0, big),
+            ("adjudication_margin", 1, 39),
+        ):
+            _check_int("PlayConfig", name, getattr(self, name), low, high)
+        t = self.temperature
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 100:
+            raise ConfigError(f"PlayConfig.temperature must be a number in 0..100, got {t!r}")
+        if not isinstance(self.mask_illegal, bool):
+            raise ConfigError(f"PlayConfig.mask_illegal must be True or False, got {self.mask_illegal!r}")
+        if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
+            raise ConfigError(f"PlayConfig.openings must be a sequence of FEN strings, got {self.openings!r}")
+        object.__setattr__(self, "openings", tuple(self.openings))
+        for fen in self.openings:
+            _check_opening(fen)
+
+
+def _check_opening(fen: object) -> None:
+    if not isinstance(fen, str):
+        raise ConfigError(f"PlayConfig.openings must hold FEN strings, got {fen!r}")
+    try:
+        board = chess.Board(fen)
+    except ValueError as e:
+        raise ConfigError(f"PlayConfig.openings: invalid FEN {fen!r}: {e}") from None
+    if not board.is_valid():
+        raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is not a legal position ({board.status()!r})")
+    if board.is_game_over():
+        raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is a finished game")
+
+
+def _placement_key(board: chess.Board) -> tuple[int, ...]:
+    # Coarser than python-chess's repetition key (no castling, no en passant), so its count
+    # is an upper bound: cheap to keep, and exact enough to decide when to ask python-chess.
+    return (
+        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+        board.occupied_co[chess.WHITE], board.turn,
+    )  # fmt: skip
+
+
+def _material(board: chess.Board, color: chess.Color) -> int:
+    own = board.occupied_co[color]
+    return sum(value * (board.pieces_mask(piece, color) & own).bit_count() for piece, value in _MATERIAL)
+
+
+class _Game:
+    """A game in flight, with its own random stream."""
+
+    __slots__ = ("board", "game_id", "illegal", "legal", "legal_idx", "logprobs", "model_white",
+                 "moves", "rng", "seen", "self_play", "start_fen")  # fmt: skip
+
+    def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
+        self.game_id = game_id
+        self.start_fen = cfg.openings[game_id % len(cfg.openings)] if cfg.openings else chess.STARTING_FEN
+        self.board = chess.Board(self.start_fen)
+        self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
+        self.self_play = not against_opponent
+        self.model_white = self.self_play or game_id % 2 == 0
+        self.moves: list[str] = []
+        self.logprobs: list[float] = []
+        self.illegal = 0
+        self.seen: Counter[tuple[int, ...]] = Counter([_placement_key(self.board)])
+        self.legal: list[chess.Move] = []
+        self.legal_idx: list[int] = []
+
+    def model_to_move(self) -> bool:
+        return self.self_play or (self.board.turn == chess.WHITE) == self.model_white
+
+    def repetitions(self) -> int:
+        return self.seen[_placement_key(self.board)] - 1
+
+    def prepare(self, cfg: PlayConfig) -> tuple[str, str] | None:
+        """Generate the legal moves; return ``(result, termination)`` if the game is over."""
+        board = self.board
+        self.legal, self.legal_idx = legal_move_indices(board)
+        if not self.legal and board.is_check():
+            return ("0-1" if board.turn == chess.WHITE else "1-0"), "checkmate"
+        if board.is_insufficient_material():
+            return "1/2-1/2", "insufficient_material"
+        if not self.legal:
+            return "1/2-1/2", "stalemate"
+        if board.halfmove_clock >= 150:
+            return "1/2-1/2", "seventyfive_moves"
+        if self.repetitions() >= 4 and board.is_fivefold_repetition():
+            return "1/2-1/2", "fivefold_repetition"
+        if len(self.moves) >= cfg.max_plies:
+            lead = _material(board, chess.WHITE) - _material(board, chess.BLACK)
+            if lead >= cfg.adjudication_margin:
+                return "1-0", "max_plies"
+            if -lead >= cfg.adjudication_margin:
+                return "0-1", "max_plies"
+            return "1/2-1/2", "max_plies"
+        return None
+
+    def push(self, move: chess.Move, logprob: float) -> None:
+        self.board.push(move)
+        self.moves.append(move.uci())
+        self.logprobs.append(logprob)
+        self.seen[_placement_key(self.board)] += 1
+
+    def record(self, result: str, termination: str, cfg: PlayConfig, against_opponent: bool) -> GameRecord:
+        white, black = MODEL, MODEL
+        if against_opponent:
+            white, black = (MODEL, OPPONENT) if self.model_white else (OPPONENT, MODEL)
+        return GameRecord(
+            game_id=self.game_id,
+            moves=self.moves,
+            result=result,
+            termination=termination,
+            start_fen=self.start_fen,
+            white=white,
+            black=black,
+            model_version=cfg.model_version,
+            logprobs=self.logprobs,
+            illegal_attempts=self.illegal,
+            opponent_version=cfg.opponent_version if against_opponent else None,
+        )
+
+
+def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig) -> None:
+    """Sample a move for each game from its row of ``logits`` and push it."""
+    temperature = cfg.temperature
+    if temperature > 0:
+        logits = logits / temperature
+    counts = [len(g.legal_idx) for g in games]
+    flat = torch.tensor([i for g in games for i in g.legal_idx])
+    segment = torch.repeat_interleave(torch.arange(len(games)), torch.tensor(counts))
+    legal_logits = logits[segment, flat]
+    # Log-softmax within each game's legal moves, for all games in a few tensor calls.
+    peak = torch.full((len(games),), -math.inf).scatter_reduce(0, segment, legal_logits, "amax")
+    shifted = legal_logits - peak[segment]
+    norm = torch.zeros(len(games)).index_add(0, segment, shifted.exp()).log()
+    legal_logp = (shifted - norm[segment]).tolist()
+    full_logp: list[float] = []
+    full_pick: list[int] = []
+    if not cfg.mask_illegal:
+        logp_rows = torch.log_softmax(logits, dim=1)
+        if temperature > 0:
+            u = torch.tensor([[g.rng.random()] for g in games], dtype=logp_rows.dtype)
+            cdf = logp_rows.exp().cumsum(dim=1)
+            picks = torch.searchsorted(cdf, u).clamp(max=logits.shape[1] - 1).squeeze(1)
+        else:
+            picks = logp_rows.argmax(dim=1)
+        full_pick = picks.tolist()
+        full_logp = logp_rows.gather(1, picks.unsqueeze(1)).squeeze(1).tolist()
+
+    start = 0
+    for row, game in enumerate(games):
+        end = start + counts[row]
+        if full_pick:
+            try:
+                k = game.legal_idx.index(full_pick[row])
+            except ValueError:
+                game.illegal += 1
+            else:
+                game.push(game.legal[k], full_logp[row] if temperature > 0 else 0.0)
+                start = end
+                continue
+        if temperature > 0:
+            u_move = game.rng.random()
+            k, acc = end - 1, 0.0
+            for j in range(start, end):
+                acc += math.exp(legal_logp[j])
+                if u_move < acc:
+                    k = j
+                    break
+            game.push(game.legal[k - start], legal_logp[k])
+        else:
+            k = max(range(start, end), key=legal_logp.__getitem__)
+            game.push(game.legal[k - start], 0.0)
+        start = end
+
+
+def play_games(
+    model: nn.Module, opp: nn.Module | None, cfg: PlayConfig
+) -> tuple[list[GameRecord], dict[str, Any]]:
+    """Play ``cfg.n_games`` games in this process and return ``(records, stats)``.
+
+    ``opp=None`` is self-play. With an opponent, the model plays White in the games with an
+    even id and Black in the others. Records are sorted by game id; ``stats`` is
+    :func:`~asp.tinychess.records.summarise` of them plus ``seconds`` and ``plies_per_s``.
+
+    >>> from asp.tinychess.model import TinyChess
+    >>> records, stats = play_games(TinyChess(), None, PlayConfig(n_games=2, max_plies=4))
+    >>> [len(r.moves) for r in records], stats["games"]
+    ([4, 4], 2)
+    """
+    started = time.perf_counter()
+    against = opp is not None
+    next_id, end_id = cfg.first_game, cfg.first_game + cfg.n_games
+    slots: list[_Game] = []
+    records: list[GameRecord] = []
+    nets = [model] if opp is None else [model, opp]
+    was_training = [net.training for net in nets]
+    for net in nets:
+        net.eval()
+    try:
+        with torch.inference_mode():
+            while True:
+                live: list[_Game] = []
+                for game in slots:
+                    while (ended := game.prepare(cfg)) is not None:
+                        records.append(game.record(*ended, cfg, against))
+                        if next_id >= end_id:
+                            break
+                        game = _Game(next_id, cfg, against)
+                        next_id += 1
+                    else:
+                        live.append(game)
+                while len(live) < cfg.batch_size and next_id < end_id:
+                    game = _Game(next_id, cfg, against)
+                    next_id += 1
+                    game.prepare(cfg)  # a fresh game always has moves: openings are checked
+                    live.append(game)
+                slots = live
+                if not slots:
+                    break
+                features = encode_boards([g.board for g in slots], [g.repetitions() for g in slots])
+                # Split before any move is pushed: a push changes whose turn it is.
+                model_rows = [i for i, g in enumerate(slots) if g.model_to_move()]
+                groups = [(model, model_rows)]
+                if opp is not None:
+                    groups.append((opp, [i for i, g in enumerate(slots) if not g.model_to_move()]))
+                for net, rows in groups:
+                    if rows:
+                        logits, _ = net(features[rows])
+                        _choose_moves([slots[i] for i in rows], logits.float(), cfg)
+    finally:
+        for net, training in zip(nets, was_training, strict=True):
+            net.train(training)
+    records.sort(key=lambda r: r.game_id)
+    seconds = time.perf_counter() - started
+    stats = summarise(records)
+    stats["seconds"] = seconds
+    stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
+    return records, stats

@@ -1,0 +1,159 @@
+"""Game records as plain data, their summary, and PGN export.
+
+A :class:`GameRecord` holds only ints, strings, floats and lists of them, so it pickles
+cheaply between processes and can be written as JSON as it is
+(``dataclasses.asdict(record)``).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import chess
+import chess.pgn
+
+__all__ = ["MODEL", "OPPONENT", "GameRecord", "summarise", "to_pgn", "write_pgn"]
+
+MODEL = "model"
+"""Name of the player that is the model being trained, in :attr:`GameRecord.white`/``black``."""
+OPPONENT = "opponent"
+"""Name of the opponent player, in :attr:`GameRecord.white`/``black``."""
+
+
+@dataclass
+class GameRecord:
+    """One finished game."""
+
+    game_id: int
+    """Unique id of the game within a call: ``cfg.first_game + k``."""
+
+    moves: list[str]
+    """The moves in UCI notation, from :attr:`start_fen`."""
+
+    result: str
+    """``"1-0"``, ``"0-1"`` or ``"1/2-1/2"``."""
+
+    termination: str
+    """Why the game ended: ``checkmate``, ``stalemate``, ``insufficient_material``,
+    ``seventyfive_moves``, ``fivefold_repetition`` or ``max_plies`` (adjudicated)."""
+
+    start_fen: str
+    """The position the game started from."""
+
+    white: str
+    """Who played White: :data:`MODEL` or :data:`OPPONENT`."""
+
+    black: str
+    """Who played Black: :data:`MODEL` or :data:`OPPONENT`."""
+
+    model_version: int
+    """Version of the model's weights that played this game."""
+
+    logprobs: list[float] = field(default_factory=list)
+    """Per ply, the natural log-probability of the chosen move under the (tempered)
+    distribution it was drawn from; 0.0 for a greedy move."""
+
+    illegal_attempts: int = 0
+    """Illegal moves picked (and resampled) in this game when ``mask_illegal`` was off."""
+
+    opponent_version: int | None = None
+    """Version of the opponent's weights, or ``None`` in self-play."""
+
+    def model_score(self) -> float | None:
+        """Points the model scored (1, 0.5 or 0), or ``None`` in self-play."""
+        if self.white == self.black:
+            return None
+        if self.result == "1/2-1/2":
+            return 0.5
+        white_won = self.result == "1-0"
+        return 1.0 if white_won == (self.white == MODEL) else 0.0
+
+
+def summarise(records: Sequence[GameRecord]) -> dict[str, Any]:
+    """Counts and rates over ``records``.
+
+    ``score`` is the model's mean points per game against the opponent (``None`` in
+    self-play or with no games).
+
+    >>> summarise([])["games"]
+    0
+    """
+    lengths = [len(r.moves) for r in records]
+    scores = [s for s in (r.model_score() for r in records) if s is not None]
+    return {
+        "games": len(records),
+        "plies": sum(lengths),
+        "length_min": min(lengths, default=0),
+        "length_mean": sum(lengths) / len(lengths) if lengths else 0.0,
+        "length_max": max(lengths, default=0),
+        "results": dict(Counter(r.result for r in records)),
+        "terminations": dict(Counter(r.termination for r in records)),
+        "score": sum(scores) / len(scores) if scores else None,
+        "illegal_attempts": sum(r.illegal_attempts for r in records),
+    }
+
+
+def _player_name(record: GameRecord, player: str) -> str:
+    if player == MODEL:
+        return f"asp model v{record.model_version}"
+    return f"asp opponent v{record.opponent_version}"
+
+
+def to_pgn(record: GameRecord, *, event: str = "asp self-play") -> str:
+    """The game as PGN text, with the standard headers and asp's own.
+
+    python-chess reads the moves back identically:
+
+    >>> r = GameRecord(0, ["e2e4", "e7e5"], "1/2-1/2", "max_plies", chess.STARTING_FEN,
+    ...                "model", "model", 3)
+    >>> game = chess.pgn.read_game(io.StringIO(to_pgn(r)))
+    >>> [m.uci() for m in game.mainline_moves()]
+    ['e2e4', 'e7e5']
+    """
+    game = chess.pgn.Game()
+    game.headers["Event"] = event
+    game.headers["Site"] = "asp"
+    game.headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
+    game.headers["Round"] = str(record.game_id)
+    game.headers["White"] = _player_name(record, record.white)
+    game.headers["Black"] = _player_name(record, record.black)
+    game.headers["Result"] = record.result
+    game.headers["Termination"] = record.termination
+    game.headers["PlyCount"] = str(len(record.moves))
+    game.headers["GameId"] = str(record.game_id)
+    if record.start_fen != chess.STARTING_FEN:
+        game.setup(chess.Board(record.start_fen))
+    node: chess.pgn.GameNode = game
+    for uci in record.moves:
+        move = chess.Move.from_uci(uci)
+        node = node.add_variation(move)
+    return str(game) + "\n"
+
+
+def write_pgn(records: Iterable[GameRecord], path: str | os.PathLike[str]) -> Path:
+    """Write ``records`` to ``path`` as one PGN file, atomically (temp file + rename)."""
+    target = Path(path)
+    text = "\n".join(to_pgn(r) for r in records)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, target)
+    return target
+
+
+def read_pgn_moves(text: str) -> list[list[str]]:
+    """The UCI moves of every game in PGN ``text`` (used by tests and tools)."""
+    games = []
+    stream = io.StringIO(text)
+    while (game := chess.pgn.read_game(stream)) is not None:
+        games.append([m.uci() for m in game.mainline_moves()])
+    return games
