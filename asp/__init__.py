@@ -1,7 +1,26 @@
-"""asp: an async self-play orchestrator for reinforcement learning on board games."""
+"""asp: an async self-play orchestrator for reinforcement learning on board games.
 
-from asp.errors import AspError, ConfigError
+The public API; everything else is an implementation module.
+"""
+
+from asp.errors import AspError, ClosedError, ConfigError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
+from asp.progress import heartbeat
+from asp.selfplay import PlayFn, SelfPlay, ShardResult
+from asp.sync import SyncSelfPlay, play_games_parallel
 
-__all__ = ["AspError", "ConfigError", "configure_logging"]
+__all__ = [
+    "AspError",
+    "ClosedError",
+    "ConfigError",
+    "PlayFn",
+    "SelfPlay",
+    "ShardCancelled",
+    "ShardFailed",
+    "ShardResult",
+    "SyncSelfPlay",
+    "configure_logging",
+    "heartbeat",
+    "play_games_parallel",
+]
 __version__ = "0.1.0"

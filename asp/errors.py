@@ -3,12 +3,15 @@
 The hierarchy::
 
     AspError
-     +-- ConfigError (also a ValueError)   an option or config field is out of range
+     +-- ConfigError (also a ValueError)     an option or config field is out of range
+     +-- ShardFailed                         a shard failed on every attempt it was allowed
+     +-- ShardCancelled                      raised inside a worker when its shard is cancelled
+     +-- ClosedError (also a RuntimeError)   a SelfPlay was used after it was closed
 """
 
 from __future__ import annotations
 
-__all__ = ["AspError", "ConfigError"]
+__all__ = ["AspError", "ClosedError", "ConfigError", "ShardCancelled", "ShardFailed"]
 
 
 class AspError(Exception):
@@ -20,3 +23,29 @@ class ConfigError(AspError, ValueError):
 
     The message names the field and the values it allows.
     """
+
+
+class ShardFailed(AspError):
+    """A shard of games failed on its first attempt and on every retry.
+
+    ``traceback`` holds the worker's traceback text of the last attempt (or the reason the
+    worker died).
+    """
+
+    def __init__(self, shard: int, attempts: int, reason: str, traceback: str) -> None:
+        super().__init__(f"shard {shard} failed after {attempts} attempt(s): {reason}")
+        self.shard = shard
+        self.attempts = attempts
+        self.reason = reason
+        self.traceback = traceback
+
+    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str]]:
+        return type(self), (self.shard, self.attempts, self.reason, self.traceback)
+
+
+class ShardCancelled(AspError):
+    """Raised by :func:`asp.heartbeat` inside a worker whose shard the coordinator cancelled."""
+
+
+class ClosedError(AspError, RuntimeError):
+    """A :class:`asp.SelfPlay` was used after ``aclose()`` or outside its ``async with``."""

@@ -16,12 +16,20 @@ import structlog
 
 from asp.errors import ConfigError
 
-__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging"]
+__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging", "log_settings"]
 
 LOG_FORMATS = ("console", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 LogFormat = Literal["console", "json"]
+
+# What configure_logging was last asked for: workers configure themselves the same way.
+_settings: tuple[LogFormat, str] = ("console", "warning")
+
+
+def log_settings() -> tuple[LogFormat, str]:
+    """The (format, level) of the last :func:`configure_logging` call (default console, warning)."""
+    return _settings
 
 
 def configure_logging(
@@ -38,6 +46,8 @@ def configure_logging(
         raise ConfigError(f"log format must be one of {LOG_FORMATS}, got {fmt!r}")
     if level not in LOG_LEVELS:
         raise ConfigError(f"log level must be one of {LOG_LEVELS}, got {level!r}")
+    global _settings
+    _settings = (fmt, level)
     renderer: structlog.typing.Processor
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()

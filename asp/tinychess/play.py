@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError
+from asp.progress import heartbeat
 from asp.tinychess.features import encode_boards
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise
@@ -309,6 +310,7 @@ def play_games(
                 slots = live
                 if not slots:
                     break
+                heartbeat(len(slots))  # in a worker: progress for stall detection, and cancellation
                 features = encode_boards([g.board for g in slots], [g.repetitions() for g in slots])
                 # Split before any move is pushed: a push changes whose turn it is.
                 model_rows = [i for i, g in enumerate(slots) if g.model_to_move()]

@@ -1,0 +1,94 @@
+"""A thin synchronous facade over :class:`asp.SelfPlay`, for scripts and sync trainers.
+
+:func:`play_games_parallel` is a drop-in for ``play_games`` that spreads the games over
+worker processes. :class:`SyncSelfPlay` keeps one pool alive across calls, for loops that play
+every iteration without paying for a new pool each time:
+
+>>> from asp.tinychess import PlayConfig, TinyChess
+>>> with SyncSelfPlay(workers=1) as selfplay:
+...     records, stats = selfplay.play(TinyChess(), None, PlayConfig(n_games=2, max_plies=4))
+>>> [r.game_id for r in records]
+[0, 1]
+
+Each handle runs its own event loop (``asyncio.Runner``) in the calling thread; Ctrl-C
+during a call cancels it, tears the call's shards down, and raises ``KeyboardInterrupt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from torch import nn
+
+from asp.selfplay import PlayFn, SelfPlay
+
+__all__ = ["SyncSelfPlay", "play_games_parallel"]
+
+
+class SyncSelfPlay:
+    """A long-lived :class:`~asp.SelfPlay` for synchronous code; takes the same options."""
+
+    def __init__(self, **options: Any) -> None:
+        self._runner = asyncio.Runner()
+        self._selfplay = SelfPlay(**options)
+        try:
+            self._runner.run(self._selfplay.start())
+        except BaseException:
+            self._runner.close()
+            raise
+
+    @property
+    def workers(self) -> int:
+        return self._selfplay.workers
+
+    def play(
+        self, model: nn.Module, opp: nn.Module | None, cfg: Any, *, timeout: float | None = None
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Same as :meth:`asp.SelfPlay.play`, blocking."""
+        return self._runner.run(self._selfplay.play(model, opp, cfg, timeout=timeout))
+
+    def close(self) -> None:
+        """Stop the workers and the event loop. Safe to call more than once."""
+        try:
+            self._runner.run(self._selfplay.aclose())
+        finally:
+            self._runner.close()
+
+    def __enter__(self) -> SyncSelfPlay:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def play_games_parallel(
+    model: nn.Module,
+    opp: nn.Module | None,
+    cfg: Any,
+    *,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    play_fn: PlayFn | None = None,
+    **options: Any,
+) -> tuple[list[Any], dict[str, Any]]:
+    """``play_fn(model, opp, cfg)``'s result, played by ``workers`` processes.
+
+    With ``workers <= 1`` the games are played in this process, with no pool at all. Other
+    keyword options go to :class:`~asp.SelfPlay`.
+    """
+    if workers is not None and workers <= 1:
+        if play_fn is None:
+            from asp.tinychess import play_games
+
+            play_fn = play_games
+        started = time.perf_counter()
+        records, stats = play_fn(model, opp, cfg)
+        stats = {"workers": 1, "shards": 1, "retries": 0, "respawns": 0, **stats}
+        stats.setdefault("seconds", time.perf_counter() - started)
+        return records, stats
+    with SyncSelfPlay(
+        workers=workers, threads_per_worker=threads_per_worker, play_fn=play_fn, **options
+    ) as sp:
+        return sp.play(model, opp, cfg)

@@ -1,0 +1,118 @@
+"""Play functions that misbehave on purpose: for asp's tests, examples and your own drills.
+
+:func:`fault_play` plays no chess. Each "game" is ``plies`` heartbeats ``delay`` seconds
+apart, and its record says which process played it with which weights. A
+:class:`FaultConfig` makes the shard holding game ``fault_game`` raise, hang, crash or die,
+either every time or only the first time (``once=True``: the first worker to hit the fault
+leaves a marker file in ``marker_dir`` and later attempts play normally).
+
+>>> import torch
+>>> records, stats = fault_play(torch.nn.Linear(1, 1), None, FaultConfig(n_games=2, plies=3))
+>>> [r.game_id for r in records], stats["plies"]
+([0, 1], 6)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from asp.errors import ConfigError
+from asp.progress import heartbeat
+
+__all__ = ["FAULTS", "EchoRecord", "FaultConfig", "fault_play"]
+
+FAULTS = ("none", "raise", "hang", "hang_in_c", "crash", "exit")
+"""What the faulty shard does: nothing, raise RuntimeError, loop forever in Python, block
+forever on a lock (inside C), SIGKILL its own process, or call ``os._exit(3)``."""
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    """Config of :func:`fault_play`; has the fields every asp play_fn config has."""
+
+    n_games: int = 8
+    seed: int = 0
+    first_game: int = 0
+    model_version: int = 0
+    plies: int = 10
+    """Heartbeats per game."""
+    delay: float = 0.0
+    """Seconds between heartbeats."""
+    fault: str = "none"
+    """One of :data:`FAULTS`."""
+    fault_game: int = 0
+    """The shard holding this game id misbehaves."""
+    once: bool = False
+    """Misbehave only the first time (needs ``marker_dir``)."""
+    marker_dir: str = ""
+    """Directory for the marker file of ``once``."""
+
+    def __post_init__(self) -> None:
+        if self.fault not in FAULTS:
+            raise ConfigError(f"FaultConfig.fault must be one of {FAULTS}, got {self.fault!r}")
+        if self.once and not self.marker_dir:
+            raise ConfigError("FaultConfig.marker_dir must name a directory when once=True")
+
+
+@dataclass
+class EchoRecord:
+    """One game of :func:`fault_play`: who played it, with which weights."""
+
+    game_id: int
+    pid: int
+    model_version: int
+    weight_sum: float
+    """Sum of the model's parameters as the worker saw them."""
+    plies: int
+
+
+def _first_time(cfg: FaultConfig) -> bool:
+    try:
+        fd = os.open(os.path.join(cfg.marker_dir, f"fault-{cfg.fault_game}"), os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _misbehave(fault: str) -> None:
+    if fault == "raise":
+        raise RuntimeError("fault_play: the injected failure")
+    if fault == "hang":
+        while True:
+            time.sleep(0.05)
+    if fault == "hang_in_c":
+        lock = threading.Lock()
+        lock.acquire()
+        lock.acquire()  # blocks forever inside C
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "exit":
+        os._exit(3)
+
+
+def fault_play(
+    model: nn.Module, opp: nn.Module | None, cfg: FaultConfig
+) -> tuple[list[EchoRecord], dict[str, Any]]:
+    """Play ``cfg.n_games`` heartbeat "games"; misbehave as ``cfg`` says."""
+    with torch.no_grad():
+        weight_sum = float(sum(p.sum() for p in model.parameters()))
+    ids = range(cfg.first_game, cfg.first_game + cfg.n_games)
+    records = []
+    for game_id in ids:
+        if cfg.fault != "none" and game_id == cfg.fault_game and (not cfg.once or _first_time(cfg)):
+            _misbehave(cfg.fault)
+        for _ in range(cfg.plies):
+            heartbeat(1)
+            if cfg.delay:
+                time.sleep(cfg.delay)
+        records.append(EchoRecord(game_id, os.getpid(), cfg.model_version, weight_sum, cfg.plies))
+    return records, {"games": len(records), "plies": len(records) * cfg.plies}

@@ -1,0 +1,144 @@
+"""Code that runs inside a worker process: initializer, model cache and one shard's run.
+
+Nothing here imports asyncio: a worker is plain synchronous compute. The coordinator
+(:mod:`asp.selfplay`) sends a :class:`ShardTask` per shard and gets a :class:`ShardOutput`
+back, or the exception the shard raised.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, MutableSequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+import torch
+from torch import nn
+
+from asp import progress
+from asp.log import LogFormat, configure_logging
+from asp.weights import WeightRef, load_state_dict
+
+__all__ = ["ShardOutput", "ShardTask", "initialize", "run_shard"]
+
+log = structlog.get_logger("asp.worker")
+
+STACK_SIGNAL = signal.SIGUSR1
+"""The signal that makes a worker write every thread's Python stack to its stack file."""
+
+_PR_SET_PDEATHSIG = 1
+_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+# Per process: the networks built so far, keyed by (role, class, cfg), with the publication
+# each one holds (-1: none yet). Model and opponent never share an instance.
+_nets: dict[tuple[str, type[nn.Module], Any], tuple[int, nn.Module]] = {}
+_stack_file: Any = None
+
+
+@dataclass(frozen=True)
+class ShardTask:
+    """One shard's work, as the coordinator hands it to a worker."""
+
+    play_fn: Callable[[nn.Module, nn.Module | None, Any], tuple[list[Any], dict[str, Any]]]
+    cfg: Any
+    model: WeightRef
+    opponent: WeightRef | None
+    shard: int
+    attempt: int
+    slot: int
+
+
+@dataclass(frozen=True)
+class ShardOutput:
+    """What a worker sends back for a finished shard."""
+
+    records: list[Any]
+    stats: dict[str, Any]
+    pid: int
+    seconds: float
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the watchdog below still works
+        pass
+
+    # PR_SET_PDEATHSIG fires when the *thread* that spawned us exits, and not at all if the
+    # parent died before the prctl call: a watchdog on the parent's pid covers both.
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="asp-parent-watchdog", daemon=True).start()
+
+
+def initialize(
+    threads: int,
+    parent_pid: int,
+    stack_dir: str,
+    progress_counters: MutableSequence[int],
+    cancel_flags: MutableSequence[int],
+    slot_pids: MutableSequence[int],
+    warm: tuple[type[nn.Module], Any] | None,
+    log_settings: tuple[LogFormat, str],
+) -> None:
+    """Initializer of every worker process (runs once per process, before any shard)."""
+    global _stack_file
+    configure_logging(fmt=log_settings[0], level=log_settings[1])
+    _die_with_parent(parent_pid)
+    for name in _THREAD_ENV:
+        os.environ[name] = str(threads)
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set (only possible before any parallel work)
+        pass
+    _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
+    faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
+    progress.attach(progress_counters, cancel_flags, slot_pids)
+    if warm is not None:
+        _nets[("model", *warm)] = (-1, _build(*warm))
+
+
+def ping() -> int:
+    """A no-op task: returns the worker's pid (used to start every worker of a pool)."""
+    return os.getpid()
+
+
+def _build(model_class: type[nn.Module], model_cfg: Any) -> nn.Module:
+    net = model_class() if model_cfg is None else model_class(model_cfg)
+    net.eval()
+    return net
+
+
+def _network(role: str, ref: WeightRef) -> nn.Module:
+    """The network for ``role`` holding exactly the weights of publication ``ref``."""
+    key = (role, ref.model_class, ref.model_cfg)
+    publication, net = _nets.get(key) or (-1, None)
+    if net is None:
+        net = _build(ref.model_class, ref.model_cfg)
+    if publication != ref.publication:
+        net.load_state_dict(load_state_dict(ref))
+        log.debug("weights_loaded", role=role, version=ref.version, publication=ref.publication)
+    _nets[key] = (ref.publication, net)
+    return net
+
+
+def run_shard(task: ShardTask) -> ShardOutput:
+    """Play one shard with the weights the task names; raise whatever ``play_fn`` raises."""
+    started = time.perf_counter()
+    progress.set_slot(task.slot)
+    progress.heartbeat(0)
+    model = _network("model", task.model)
+    opponent = _network("opponent", task.opponent) if task.opponent is not None else None
+    records, stats = task.play_fn(model, opponent, task.cfg)
+    return ShardOutput(records, stats, os.getpid(), time.perf_counter() - started)
