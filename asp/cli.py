@@ -1,7 +1,11 @@
-"""The ``asp`` command line: ``asp play`` writes a PGN of self-play games.
+"""The ``asp`` command line.
+
+* ``asp train``: the main job, a pipelined TinyChess training run with a live display;
+* ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
+* ``asp eval``: a checkpoint's score against a uniformly random mover, with its Elo.
 
 >>> import os
->>> main(["play", "--games", "2", "--max-plies", "4", "--out", os.devnull])  # doctest: +ELLIPSIS
+>>> main(["play", "--games", "2", "--max-plies", "4", "--workers", "1", "--out", os.devnull])  # doctest: +ELLIPSIS
 played 2 games, 8 plies in ...
 0
 """
@@ -9,8 +13,13 @@ played 2 games, 8 plies in ...
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -19,39 +28,188 @@ from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 __all__ = ["main"]
 
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asp", description="Async self-play for board games.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train TinyChess by pipelined self-play (the main job)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 24)")
+    train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
+    train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
+    train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")
+    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 4)")
+    train.add_argument("--eval-games", type=int, help="games per evaluation (default 200)")
+    train.add_argument("--sequential", action="store_true", help="do not overlap play and training")
+    train.add_argument("--hidden", type=int, help="width of the model (default 256)")
+    train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
+    train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
+    train.add_argument("--run-dir", help="run directory (default runs/<name>)")
+    train.add_argument("--name", default="tinychess", help="run name, for the default run directory")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
+    train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
+    train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
+
     play = sub.add_parser("play", help="play games with TinyChess and write them as PGN")
+    play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
     play.add_argument("--games", type=int, default=64, help="games to play (default 64)")
     play.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
-    play.add_argument("--seed", type=int, default=0, help="seed of the games and of the model's init")
+    play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model)")
     play.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
-    play.add_argument("--batch-size", type=int, default=64, help="games played at once")
+    play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
     play.add_argument("--out", default="selfplay.pgn", help="PGN file to write (default selfplay.pgn)")
-    for p in (play,):
-        p.add_argument("--log-format", choices=LOG_FORMATS, default="console")
-        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning")
+
+    ev = sub.add_parser("eval", help="score a checkpoint against a uniformly random mover")
+    ev.add_argument("checkpoint", help="checkpoint file or run directory")
+    ev.add_argument("--games", type=int, default=200, help="games (default 200)")
+    ev.add_argument("--temperature", type=float, default=0.25, help="the model's sampling temperature")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the games")
+    ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
+    ev.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
+
+    for p in (train, play, ev):
+        p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
+        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
     return parser
 
 
 def _play(args: argparse.Namespace) -> int:
-    from asp.tinychess import PlayConfig, TinyChess, play_games, write_pgn
+    from asp.sync import play_games_parallel
+    from asp.tinychess import PlayConfig, TinyChess, write_pgn
+    from asp.tinychess.run import model_from_checkpoint
 
+    version = 0
+    if args.checkpoint:
+        model, state = model_from_checkpoint(args.checkpoint)
+        version = state["version"]
+    else:
+        torch.manual_seed(args.seed)
+        model = TinyChess()
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
         max_plies=args.max_plies,
         temperature=args.temperature,
-        batch_size=args.batch_size,
+        model_version=version,
     )
-    torch.manual_seed(args.seed)
-    records, stats = play_games(TinyChess(), None, cfg)
+    records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
     write_pgn(records, args.out)
     print(
         f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
-        f"({stats['plies_per_s']:.0f} plies/s); results {stats['results']}; wrote {args.out}"
+        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); results {stats['results']}; wrote {args.out}"
+    )
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from asp.sync import play_games_parallel
+    from asp.tinychess import PlayConfig
+    from asp.tinychess.evaluate import elo_from_score
+    from asp.tinychess.opponents import RandomMover
+    from asp.tinychess.run import model_from_checkpoint
+
+    model, state = model_from_checkpoint(args.checkpoint)
+    cfg = PlayConfig(
+        n_games=args.games,
+        seed=args.seed,
+        max_plies=args.max_plies,
+        temperature=args.temperature,
+        model_version=state["version"],
+    )
+    records, stats = play_games_parallel(model, RandomMover(), cfg, workers=args.workers)
+    draws = sum(1 for r in records if r.result == "1/2-1/2")
+    wins = sum(1 for r in records if r.model_score() == 1.0)
+    elo = elo_from_score(stats["score"], n_games=len(records), draw_ratio=draws / len(records))
+    print(
+        f"{args.checkpoint} (version {state['version']}) against a random mover: score {stats['score']:.3f} "
+        f"(+{wins} ={draws} -{len(records) - wins - draws} of {len(records)}), "
+        f"Elo {elo.elo:+.0f} [95%: {elo.elo_low:+.0f}, {elo.elo_high:+.0f}]"
+    )
+    return 0
+
+
+def _train_config(args: argparse.Namespace) -> Any:
+    from asp.tinychess.model import ModelConfig
+    from asp.tinychess.run import RunConfig
+    from asp.tinychess.train import TrainConfig
+
+    base = RunConfig()
+    changes: dict[str, Any] = {}
+    for option, name in (
+        ("iterations", "iterations"),
+        ("games", "games"),
+        ("seed", "seed"),
+        ("max_plies", "max_plies"),
+        ("eval_every", "eval_every"),
+        ("eval_games", "eval_games"),
+    ):
+        if getattr(args, option) is not None:
+            changes[name] = getattr(args, option)
+    if args.sequential:
+        changes["overlap"] = False
+    if args.hidden is not None:
+        changes["model"] = ModelConfig(hidden=args.hidden)
+    if args.device is not None:
+        changes["train"] = TrainConfig(device=args.device)
+    return dataclasses.replace(base, **changes), changes
+
+
+def _train(args: argparse.Namespace) -> int:
+    from asp.cli_display import TrainDisplay
+    from asp.tinychess.run import RunDir, RunError
+    from asp.tinychess.session import train_session
+
+    cfg, changes = _train_config(args)
+    if args.resume:
+        run = RunDir(args.resume)
+        if not run.path.is_dir():
+            raise RunError(f"{run.path}: no run directory to resume")
+        stored = run.stored_config()
+        # Only the length of a run may change on resume; anything else would be another run.
+        clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k) != v}
+        if clash:
+            named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
+            raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
+        cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
+    else:
+        run = RunDir(args.run_dir or Path("runs") / args.name)
+    run.path.mkdir(parents=True, exist_ok=True)
+    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
+    display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
+    resume_hint = f"asp train --resume {run.path}"
+
+    async def session() -> list[dict[str, Any]]:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        return await train_session(
+            run,
+            cfg,
+            resume=bool(args.resume),
+            workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            progress=display.update,
+        )
+
+    try:
+        with display, asyncio.Runner() as runner:
+            history = runner.run(session())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        done = display.iterations_done
+        print(
+            f"asp train: interrupted during iteration {done}; the checkpoint holds {done} complete "
+            f"iteration(s); resume with: {resume_hint}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    final = history[-1] if history else {}
+    score = final.get("eval/score")
+    print(
+        f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
+        f"{'n/a' if score is None else f'{score:.3f}'}; curves: {run.curves}"
     )
     return 0
 
@@ -61,11 +219,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(fmt=args.log_format, level=args.log_level)
     try:
+        if args.command == "train":
+            return _train(args)
         if args.command == "play":
             return _play(args)
+        if args.command == "eval":
+            return _eval(args)
     except AspError as e:
         print(f"asp {args.command}: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

@@ -3,16 +3,22 @@
 Library code only calls ``structlog.get_logger()`` and binds context; the application calls
 :func:`configure_logging` once.
 
->>> configure_logging(fmt="json", level="warning")
+>>> configure_logging(fmt="json", level="debug")
+>>> log_settings()
+('json', 'debug')
+>>> configure_logging(fmt="console", level="debug")
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import sys
 from typing import Literal, TextIO
 
 import structlog
+from structlog.typing import EventDict
 
 from asp.errors import ConfigError
 
@@ -32,13 +38,41 @@ def log_settings() -> tuple[LogFormat, str]:
     return _settings
 
 
+class _JsonLinesTee:
+    """A processor that appends every event, as one JSON line, to a file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (lives with the config)
+
+    def __call__(self, logger: object, name: str, event_dict: EventDict) -> EventDict:
+        self.file.write(json.dumps(event_dict, default=repr) + "\n")
+        return event_dict
+
+
+class _DropBelow:
+    """A processor that drops events below ``level`` (for the console, when a file gets more)."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+
+    def __call__(self, logger: object, name: str, event_dict: EventDict) -> EventDict:
+        if logging.getLevelNamesMapping()[event_dict.get("level", "info").upper()] < self.level:
+            raise structlog.DropEvent
+        return event_dict
+
+
 def configure_logging(
-    *, fmt: LogFormat = "console", level: str = "info", stream: TextIO | None = None
+    *,
+    fmt: LogFormat = "console",
+    level: str = "info",
+    stream: TextIO | None = None,
+    json_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Configure structlog: human-readable ``console`` lines or ``json`` lines, at ``level``.
 
     Events go to ``stream`` (standard error by default) and carry an ISO timestamp, the log
-    level and the process id.
+    level and the process id. With ``json_file``, every event at ``info`` or above (or
+    ``level``, if lower) is also appended to that file as a JSON line (a run's ``log.jsonl``).
 
     :raises ConfigError: for an unknown format or level.
     """
@@ -48,6 +82,11 @@ def configure_logging(
         raise ConfigError(f"log level must be one of {LOG_LEVELS}, got {level!r}")
     global _settings
     _settings = (fmt, level)
+    console_level = logging.getLevelNamesMapping()[level.upper()]
+    least = min(console_level, logging.INFO) if json_file is not None else console_level
+    file_processors: list[structlog.typing.Processor] = []
+    if json_file is not None:
+        file_processors = [_JsonLinesTee(json_file), _DropBelow(console_level)]
     renderer: structlog.typing.Processor
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()
@@ -60,9 +99,10 @@ def configure_logging(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.CallsiteParameterAdder([structlog.processors.CallsiteParameter.PROCESS]),
             structlog.processors.format_exc_info,
+            *file_processors,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
+        wrapper_class=structlog.make_filtering_bound_logger(least),
         logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
         cache_logger_on_first_use=False,
     )

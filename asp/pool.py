@@ -65,6 +65,7 @@ class Generation:
                 log_settings(),
             ),
         )
+        self.processes: dict[int, Any] = {}
         self.pids: list[int] = []
         self.killed = False
 
@@ -78,7 +79,9 @@ class Generation:
         loop = asyncio.get_running_loop()
         futures = [loop.run_in_executor(self.executor, worker.ping) for _ in range(self.workers)]
         await asyncio.gather(*futures)
-        self.pids = self.process_pids()
+        # Every worker is up now and the executor never replaces one: keep them for kill/close.
+        self.processes = dict(getattr(self.executor, "_processes", None) or {})
+        self.pids = sorted(self.processes)
         seconds = time.perf_counter() - started
         log.info(
             "pool_started",
@@ -88,10 +91,6 @@ class Generation:
             seconds=round(seconds, 3),
         )
         return seconds
-
-    def process_pids(self) -> list[int]:
-        processes = getattr(self.executor, "_processes", None) or {}
-        return sorted(processes)
 
     def submit(
         self, fn: Callable[[worker.ShardTask], worker.ShardOutput], task: worker.ShardTask
@@ -111,7 +110,7 @@ class Generation:
         The executor can report a broken pool a moment before the dead process can be
         reaped, so this waits up to ``wait`` seconds for at least one.
         """
-        processes = dict(getattr(self.executor, "_processes", None) or {})
+        processes = self._all_processes()
         deadline = time.monotonic() + wait
         while True:
             dead = {pid: p.exitcode for pid, p in processes.items() if not p.is_alive()}
@@ -143,7 +142,7 @@ class Generation:
         if self.killed:
             return
         self.killed = True
-        processes = dict(getattr(self.executor, "_processes", None) or {})
+        processes = self._all_processes()
         for process in processes.values():
             if process.is_alive():
                 process.kill()
@@ -155,13 +154,21 @@ class Generation:
         """Let idle workers exit; kill whatever is still alive after ``grace`` seconds."""
         if self.killed:
             return
-        processes = dict(getattr(self.executor, "_processes", None) or {})
+        processes = self._all_processes()
         self.executor.shutdown(wait=False)
         if not await self._reap(processes, seconds=grace):
             await self.kill("close_timeout")
         self.killed = True
         # The executor's manager thread ends once its workers have; join it off the loop.
         await asyncio.to_thread(self.executor.shutdown, wait=True)
+
+    def process_pids(self) -> list[int]:
+        """Pids of this generation's worker processes."""
+        return sorted(self._all_processes())
+
+    def _all_processes(self) -> dict[int, Any]:
+        # Before start() finishes, only the executor knows the processes it spawned so far.
+        return {**self.processes, **(getattr(self.executor, "_processes", None) or {})}
 
     @staticmethod
     async def _reap(processes: dict[int, Any], *, seconds: float) -> bool:

@@ -39,7 +39,7 @@ import tempfile
 import time
 import traceback
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,9 +136,7 @@ def _check_spawnable(obj: object, what: str) -> None:
     """Refuse up front what spawn workers could never import."""
     qualname = getattr(obj, "__qualname__", repr(obj))
     if "<locals>" in qualname or "<lambda>" in qualname:
-        raise ConfigError(
-            f"{what} must be defined at module level for spawn workers to import it, got {qualname}"
-        )
+        raise ConfigError(f"{what} must be defined at module level for spawn workers to import it, got {qualname}")
     if getattr(obj, "__module__", None) == "__main__":
         main_file = getattr(sys.modules["__main__"], "__file__", None)
         if main_file is None or not os.path.exists(main_file):
@@ -378,7 +376,7 @@ class SelfPlay:
             stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
         return records, stats
 
-    async def stream(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> AsyncIterator[ShardResult]:
+    async def stream(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> AsyncGenerator[ShardResult, None]:
         """Yield each shard's :class:`ShardResult` as it completes (completion order).
 
         Leaving the loop early cancels the shards still running; to have that happen at once
@@ -394,9 +392,7 @@ class SelfPlay:
     def _plan(self, cfg: Any) -> list[_Shard]:
         for name in ("n_games", "seed", "first_game", "model_version"):
             if not hasattr(cfg, name):
-                raise ConfigError(
-                    f"cfg must have a field {name!r} (n_games, seed, first_game, model_version)"
-                )
+                raise ConfigError(f"cfg must have a field {name!r} (n_games, seed, first_game, model_version)")
         if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
             raise ConfigError(f"cfg must be a dataclass instance, got {type(cfg).__name__}")
         cfg = _as_any(cfg)
@@ -404,16 +400,12 @@ class SelfPlay:
         return [
             _Shard(
                 i,
-                dataclasses.replace(
-                    cfg, first_game=cfg.first_game + start, n_games=min(size, cfg.n_games - start)
-                ),
+                dataclasses.replace(cfg, first_game=cfg.first_game + start, n_games=min(size, cfg.n_games - start)),
             )
             for i, start in enumerate(range(0, cfg.n_games, size))
         ]
 
-    def _publish(
-        self, model: nn.Module, opp: nn.Module | None, cfg: Any
-    ) -> tuple[WeightRef, WeightRef | None]:
+    def _publish(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[WeightRef, WeightRef | None]:
         assert self._weights is not None
         for net, role in ((model, "model"), (opp, "opponent")):
             if net is not None:
@@ -544,9 +536,7 @@ class SelfPlay:
                 traceback=details,
             )
             raise ShardFailed(shard.index, shard.attempt + 1, reason, details)
-        call.warning(
-            "shard_retried", shard=shard.index, attempt=shard.attempt, reason=reason, traceback=details
-        )
+        call.warning("shard_retried", shard=shard.index, attempt=shard.attempt, reason=reason, traceback=details)
         shard.attempt += 1
         figures.retries += 1
         queue.appendleft(shard)

@@ -88,7 +88,5 @@ def play_games_parallel(
         stats = {"workers": 1, "shards": 1, "retries": 0, "respawns": 0, **stats}
         stats.setdefault("seconds", time.perf_counter() - started)
         return records, stats
-    with SyncSelfPlay(
-        workers=workers, threads_per_worker=threads_per_worker, play_fn=play_fn, **options
-    ) as sp:
+    with SyncSelfPlay(workers=workers, threads_per_worker=threads_per_worker, play_fn=play_fn, **options) as sp:
         return sp.play(model, opp, cfg)

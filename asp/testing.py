@@ -99,9 +99,7 @@ def _misbehave(fault: str) -> None:
         os._exit(3)
 
 
-def fault_play(
-    model: nn.Module, opp: nn.Module | None, cfg: FaultConfig
-) -> tuple[list[EchoRecord], dict[str, Any]]:
+def fault_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[EchoRecord], dict[str, Any]]:
     """Play ``cfg.n_games`` heartbeat "games"; misbehave as ``cfg`` says."""
     with torch.no_grad():
         weight_sum = float(sum(p.sum() for p in model.parameters()))

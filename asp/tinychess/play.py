@@ -266,9 +266,7 @@ def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig)
         start = end
 
 
-def play_games(
-    model: nn.Module, opp: nn.Module | None, cfg: PlayConfig
-) -> tuple[list[GameRecord], dict[str, Any]]:
+def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tuple[list[GameRecord], dict[str, Any]]:
     """Play ``cfg.n_games`` games in this process and return ``(records, stats)``.
 
     ``opp=None`` is self-play. With an opponent, the model plays White in the games with an

@@ -1,0 +1,84 @@
+"""The live display of ``asp train`` (rich): iteration, games done, plies/s, loss, last score.
+
+Without a terminal (CI, a pipe) it prints one plain line per iteration instead.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+__all__ = ["TrainDisplay"]
+
+
+class TrainDisplay:
+    """Follows a training session through its ``progress(kind, fields)`` callback."""
+
+    def __init__(self, iterations: int, *, live: bool) -> None:
+        self.iterations = iterations
+        self.iterations_done = 0
+        self.console = Console(stderr=True)
+        self.last_line: dict[str, Any] = {}
+        self.score: float | None = None
+        self.progress: Progress | None = None
+        self.task: Any = None
+        if live:
+            self.progress = Progress(
+                TextColumn("[bold]iteration {task.fields[iteration]}/{task.fields[iterations]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("games  {task.fields[status]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+
+    def __enter__(self) -> TrainDisplay:
+        if self.progress is not None:
+            self.progress.start()
+            self.task = self.progress.add_task("play", total=None, iteration=1, iterations=self.iterations, status="")
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def _status(self) -> str:
+        line = self.last_line
+        parts = []
+        if "play/plies_per_s" in line:
+            parts.append(f"{line['play/plies_per_s']:,.0f} plies/s")
+        if "loss/total" in line:
+            parts.append(f"loss {line['loss/total']:.3f}")
+        parts.append(f"score vs random {'-' if self.score is None else f'{self.score:.2f}'}")
+        return "  ".join(parts)
+
+    def update(self, kind: str, fields: dict[str, Any]) -> None:
+        if kind == "games" and self.progress is not None:
+            self.progress.update(
+                self.task,
+                completed=fields["done"],
+                total=fields["total"],
+                iteration=fields["iteration"] + 1,
+                status=self._status(),
+            )
+        elif kind == "evaluating" and self.progress is not None:
+            self.progress.update(self.task, status=self._status() + "  (evaluating)")
+        elif kind == "iteration":
+            self.last_line = fields
+            self.iterations_done = fields["iteration"] + 1
+            if "eval/score" in fields:
+                self.score = fields["eval/score"]
+            text = (
+                f"iteration {fields['iteration'] + 1}/{self.iterations}: {fields['play/games']} games, "
+                f"{fields['play/plies_per_s']:,.0f} plies/s, loss {fields.get('loss/total', float('nan')):.3f}, "
+                f"staleness {fields['staleness']}, play {fields['time/play']:.1f}s train {fields['time/train']:.1f}s "
+                f"overlap {fields['time/overlap']:.1f}s"
+            )
+            if "eval/score" in fields:
+                text += f", score vs random {fields['eval/score']:.3f} (Elo {fields['eval/elo']:+.0f})"
+            self.console.print(text, highlight=False)

@@ -1,0 +1,221 @@
+"""The train/play pipeline: self-play of iteration k+1 overlaps training on iteration k.
+
+Game-agnostic: it needs a :class:`~asp.SelfPlay`, the model being trained, a ``train``
+function that learns from one iteration's records (synchronous: it runs in a thread, so the
+event loop keeps dispatching shards meanwhile) and a ``play_cfg`` function that says what to
+play in each iteration.
+
+Versions: the weights that played iteration k are version k; training on iteration k's games
+makes version k+1. With ``overlap=True`` iteration k+1 is played by a snapshot of version k
+while training on k produces k+1, so its games are one version stale when they are trained
+on; the report of every iteration says so. ``max_staleness=0`` or ``overlap=False`` runs the
+same loop sequentially: every game is played by the latest weights.
+
+>>> import asyncio
+>>> from asp import SelfPlay
+>>> from asp.tinychess import ModelConfig, PlayConfig, TinyChess
+>>> model = TinyChess(ModelConfig(hidden=16, blocks=0))
+>>> def cfg(iteration, version):
+...     return PlayConfig(n_games=2, max_plies=4, first_game=2 * iteration, model_version=version)
+>>> async def main():
+...     async with SelfPlay(workers=1) as selfplay:
+...         pipeline = Pipeline(selfplay, model, train=lambda records: {"n": len(records)}, play_cfg=cfg)
+...         return [(r.iteration, r.version_played, r.staleness) async for r in pipeline.run(3)]
+>>> asyncio.run(main())
+[(0, 0, 0), (1, 0, 1), (2, 1, 1)]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from torch import nn
+
+from asp.errors import ConfigError
+from asp.selfplay import SelfPlay
+
+__all__ = ["IterationReport", "Pipeline"]
+
+log = structlog.get_logger("asp.pipeline")
+
+TrainFn = Callable[[list[Any]], dict[str, Any]]
+PlayCfgFn = Callable[[int, int], Any]
+
+
+@dataclass
+class IterationReport:
+    """What happened in one iteration of :meth:`Pipeline.run`."""
+
+    iteration: int
+    """Index of the iteration (0-based, counting from the run's first iteration)."""
+    version_played: int
+    """Version of the weights that played this iteration's games."""
+    version_trained: int
+    """Version of the weights that trained on them (the model's version before training)."""
+    staleness: int
+    """``version_trained - version_played``: versions between playing and training."""
+    records: list[Any]
+    """This iteration's games."""
+    play_stats: dict[str, Any]
+    """SelfPlay's stats of this iteration's games."""
+    train_metrics: dict[str, Any]
+    """What ``train`` returned."""
+    play_seconds: float
+    """Wall time of this iteration's self-play."""
+    train_seconds: float
+    """Wall time of training on this iteration."""
+    overlap_seconds: float
+    """Time during which this iteration's training and the next iteration's play ran together."""
+    wall_seconds: float
+    """Wall time of the iteration, from the end of the previous report to the end of training."""
+    next_play_weights: nn.Module | None = None
+    """The weights (a snapshot) playing the next iteration now, when overlapped; a checkpoint
+    that keeps them lets a resumed run replay that iteration exactly."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Room for the caller (evaluation results, paths of artefacts)."""
+
+
+@dataclass
+class _Play:
+    """One iteration's self-play, running as a task."""
+
+    task: asyncio.Task[tuple[list[Any], dict[str, Any]]]
+    version: int
+    weights: nn.Module
+    started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+
+
+class Pipeline:
+    """Drives self-play and training, overlapped or not (see the module docstring)."""
+
+    def __init__(
+        self,
+        selfplay: SelfPlay,
+        model: nn.Module,
+        *,
+        train: TrainFn,
+        play_cfg: PlayCfgFn,
+        opponent: nn.Module | None = None,
+        overlap: bool = True,
+        max_staleness: int = 1,
+        on_shard: Callable[[int, int, int], None] | None = None,
+    ) -> None:
+        """
+        :param train: learns from one iteration's records, in place on ``model``; returns metrics.
+        :param play_cfg: ``play_cfg(iteration, version)`` -> the play_fn config of an iteration;
+            its ``model_version`` should be ``version``.
+        :param opponent: the opponent network of every game (None: self-play).
+        :param overlap: play iteration k+1 while training on k.
+        :param max_staleness: the most versions a game may lag behind the weights that train
+            on it (0 or 1; 0 turns overlap off).
+        :param on_shard: called as ``on_shard(iteration, games_done, games_total)`` each time a
+            shard of games arrives (progress displays).
+        """
+        if not isinstance(max_staleness, int) or isinstance(max_staleness, bool) or not 0 <= max_staleness <= 1:
+            raise ConfigError(f"Pipeline max_staleness must be 0 or 1, got {max_staleness!r}")
+        self.selfplay = selfplay
+        self.model = model
+        self.train = train
+        self.play_cfg = play_cfg
+        self.opponent = opponent
+        self.overlap = overlap and max_staleness >= 1
+        self.on_shard = on_shard
+
+    async def _play(self, iteration: int, version: int, weights: nn.Module) -> tuple[list[Any], dict[str, Any]]:
+        cfg = self.play_cfg(iteration, version)
+        records: list[Any] = []
+        async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
+            async for shard in shards:
+                records.extend(shard.records)
+                if self.on_shard is not None:
+                    self.on_shard(iteration, len(records), cfg.n_games)
+        records.sort(key=lambda r: r.game_id)
+        return records, _summarise(self.selfplay, records)
+
+    def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
+        # A snapshot: training may change the model's tensors while these games are played.
+        snapshot = copy.deepcopy(weights)
+        task = asyncio.create_task(self._play(iteration, version, snapshot), name=f"asp-play-{iteration}")
+        play = _Play(task, version, snapshot)
+        task.add_done_callback(lambda _: setattr(play, "ended", time.perf_counter()))
+        return play
+
+    async def run(
+        self,
+        iterations: int,
+        *,
+        start: int = 0,
+        version: int | None = None,
+        first_play: nn.Module | None = None,
+    ) -> AsyncGenerator[IterationReport, None]:
+        """Run iterations ``start .. start + iterations - 1``, yielding a report after each.
+
+        ``version`` is the model's version now (default ``start``). To resume an overlapped
+        run exactly, pass as ``first_play`` the weights that were playing iteration ``start``
+        when the run stopped (:attr:`IterationReport.next_play_weights` of the last report,
+        one version older than ``version``).
+        """
+        version = start if version is None else version
+        end = start + iterations
+        play: _Play | None = None
+        if first_play is not None:
+            play = self._start_play(start, version - 1, first_play)
+        try:
+            boundary = time.perf_counter()
+            for iteration in range(start, end):
+                if play is None:
+                    play = self._start_play(iteration, version, self.model)
+                records, play_stats = await play.task
+                done = play
+                play = None
+                if self.overlap and iteration + 1 < end:
+                    play = self._start_play(iteration + 1, version, self.model)
+                train_started = time.perf_counter()
+                metrics = await asyncio.to_thread(self.train, records)
+                train_ended = time.perf_counter()
+                overlap = 0.0
+                if play is not None:
+                    play_end = play.ended if play.ended is not None else train_ended
+                    overlap = max(0.0, min(train_ended, play_end) - max(train_started, play.started))
+                assert done.ended is not None
+                report = IterationReport(
+                    iteration=iteration,
+                    version_played=done.version,
+                    version_trained=version,
+                    staleness=version - done.version,
+                    records=records,
+                    play_stats=play_stats,
+                    train_metrics=metrics,
+                    play_seconds=done.ended - done.started,
+                    train_seconds=train_ended - train_started,
+                    overlap_seconds=overlap,
+                    wall_seconds=train_ended - boundary,
+                    next_play_weights=play.weights if play is not None else None,
+                )
+                version += 1
+                log.info("iteration_done", iteration=iteration, version_played=done.version,
+                         staleness=report.staleness, games=len(records),
+                         play_seconds=round(report.play_seconds, 3),
+                         train_seconds=round(report.train_seconds, 3),
+                         overlap_seconds=round(overlap, 3))  # fmt: skip
+                yield report
+                boundary = time.perf_counter()
+        finally:
+            if play is not None and not play.task.done():
+                play.task.cancel()
+            if play is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await play.task
+
+
+def _summarise(selfplay: SelfPlay, records: list[Any]) -> dict[str, Any]:
+    summarise = selfplay._summarise
+    return summarise(records) if summarise is not None else {"games": len(records)}

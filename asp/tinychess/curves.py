@@ -1,0 +1,52 @@
+"""``curves.png``: a run's losses, score against a random mover and plies/s, by iteration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["plot_curves"]
+
+
+def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Draw the metrics lines of ``history`` into a PNG at ``path`` (written atomically)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    its = [m["iteration"] for m in history]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    for key, label in (("loss/policy", "policy"), ("loss/value", "value"), ("loss/entropy", "entropy / 10")):
+        scale = 0.1 if key == "loss/entropy" else 1.0
+        axes[0].plot(its, [m.get(key, float("nan")) * scale for m in history], label=label)
+    axes[0].set_title("losses")
+    axes[0].legend()
+    evaluated = [m for m in history if "eval/score" in m]
+    axes[1].plot([m["iteration"] for m in evaluated], [m["eval/score"] for m in evaluated], "o-")
+    axes[1].fill_between(
+        [m["iteration"] for m in evaluated],
+        [_score_from_elo(m["eval/elo_low"]) for m in evaluated],
+        [_score_from_elo(m["eval/elo_high"]) for m in evaluated],
+        alpha=0.2,
+    )
+    axes[1].axhline(0.9, color="grey", linestyle="--", linewidth=1)
+    axes[1].set_ylim(0, 1)
+    axes[1].set_title("score against a random mover")
+    axes[2].plot(its, [m.get("play/plies_per_s", 0.0) for m in history])
+    axes[2].set_title("self-play plies/s")
+    for ax in axes:
+        ax.set_xlabel("iteration")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    os.replace(tmp, target)
+    return target
+
+
+def _score_from_elo(elo: float) -> float:
+    return 1.0 / (1.0 + 10 ** (-elo / 400.0))

@@ -1,0 +1,257 @@
+"""A TinyChess training run on disk: config, checkpoints, metrics, games, curves.
+
+A run directory holds::
+
+    checkpoint.pt    the last complete iteration (atomic rename; torch.load(weights_only=True))
+    config.json      the run's configuration, written once when the run starts
+    metrics.jsonl    one JSON line per iteration
+    log.jsonl        the run's structlog events as JSON lines
+    games/iter-NNNN.pgn   each iteration's games
+    curves.png       losses, score against a random mover, plies/s
+
+A checkpoint holds the model and optimizer, the index of the next iteration, the model's
+version, the weights that were already playing the next iteration (overlapped runs), the
+trainer's and torch's random states and the config, so ``--resume`` replays the interrupted
+iteration with the same weights and seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from asp.errors import AspError, ConfigError
+from asp.tinychess.model import ModelConfig, TinyChess
+from asp.tinychess.play import PlayConfig
+from asp.tinychess.train import TrainConfig, Trainer
+from asp.weights import save_atomic
+
+__all__ = ["CHECKPOINT", "RunConfig", "RunDir", "RunError", "load_checkpoint", "model_from_checkpoint"]
+
+CHECKPOINT = "checkpoint.pt"
+FORMAT = "asp-tinychess-run"
+FORMAT_VERSION = 1
+
+
+class RunError(AspError):
+    """A run directory or checkpoint cannot be used: missing, corrupt, foreign or mismatched."""
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a TinyChess training run. Invalid values raise ConfigError."""
+
+    iterations: int = 24
+    """Iterations to train (1 to 100000)."""
+    games: int = 160
+    """Self-play games per iteration (1 to 10**6)."""
+    seed: int = 0
+    """Seed of the model's initialisation, the games and the trainer (0 to 2**31 - 1)."""
+    max_plies: int = 200
+    """Ply cap of self-play games (adjudicated by material, see PlayConfig)."""
+    temperature: float = 1.0
+    """Sampling temperature of self-play."""
+    play_batch: int = 64
+    """Games played at once in each worker."""
+    overlap: bool = True
+    """Play iteration k+1 while training on k (staleness one version)."""
+    eval_every: int = 4
+    """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
+    eval_games: int = 200
+    """Games of each evaluation (1 to 10**6)."""
+    eval_temperature: float = 0.25
+    """Sampling temperature of the model in evaluation games."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The network."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """The trainer."""
+
+    def __post_init__(self) -> None:
+        for name, low, high in (
+            ("iterations", 1, 100_000),
+            ("games", 1, 10**6),
+            ("seed", 0, 2**31 - 1),
+            ("eval_every", 1, 10**6),
+            ("eval_games", 1, 10**6),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise ConfigError(f"RunConfig.{name} must be an int in {low}..{high}, got {value!r}")
+        # The play settings are validated by PlayConfig itself.
+        self.play_cfg(0, 0)
+        self.eval_cfg(0)
+
+    def play_cfg(self, iteration: int, version: int) -> PlayConfig:
+        """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
+        return PlayConfig(
+            n_games=self.games,
+            seed=self.seed * 1_000_003 + iteration,
+            first_game=iteration * self.games,
+            max_plies=self.max_plies,
+            temperature=self.temperature,
+            batch_size=self.play_batch,
+            model_version=version,
+        )
+
+    def eval_cfg(self, version: int) -> PlayConfig:
+        """The config of an evaluation against the random mover (fixed seed: same openings of chance)."""
+        return PlayConfig(
+            n_games=self.eval_games,
+            seed=10**9 + self.seed,
+            max_plies=self.max_plies,
+            temperature=self.eval_temperature,
+            batch_size=self.play_batch,
+            model_version=version,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        data = dict(data)
+        model = ModelConfig(**data.pop("model"))
+        train = TrainConfig(**data.pop("train"))
+        return cls(model=model, train=train, **data)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load and check a run checkpoint (``weights_only=True``).
+
+    :raises RunError: naming the path, if it is missing, truncated, or not an asp run checkpoint.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RunError(f"{path}: no checkpoint there")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated zip, foreign pickle...: all mean "not a usable checkpoint"
+        raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise RunError(f"{path}: not an asp TinyChess run checkpoint")
+    if data.get("format_version") != FORMAT_VERSION:
+        raise RunError(f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}")
+    return data
+
+
+def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict[str, Any]]:
+    """The model of a checkpoint file or run directory, and the checkpoint itself."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    data = load_checkpoint(path)
+    cfg = RunConfig.from_dict(data["config"])
+    model = TinyChess(cfg.model)
+    model.load_state_dict(data["model"])
+    model.eval()
+    return model, data
+
+
+class RunDir:
+    """The files of one run; see the module docstring."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.path / CHECKPOINT
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def log(self) -> Path:
+        return self.path / "log.jsonl"
+
+    @property
+    def curves(self) -> Path:
+        return self.path / "curves.png"
+
+    def games(self, iteration: int) -> Path:
+        return self.path / "games" / f"iter-{iteration:04d}.pgn"
+
+    def create(self, cfg: RunConfig) -> None:
+        """Start a new run here. Refuses a directory that already holds a run."""
+        if self.checkpoint.exists() or (self.path / "config.json").exists():
+            raise RunError(
+                f"{self.path}: already holds a run; resume it with --resume {self.path} or pick another --run-dir"
+            )
+        (self.path / "games").mkdir(parents=True, exist_ok=True)
+        _write_text_atomic(self.path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+
+    def stored_config(self) -> RunConfig:
+        """The config the run was started with (from its checkpoint, else config.json)."""
+        if self.checkpoint.exists():
+            return RunConfig.from_dict(load_checkpoint(self.checkpoint)["config"])
+        config = self.path / "config.json"
+        if not config.exists():
+            raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
+        try:
+            return RunConfig.from_dict(json.loads(config.read_text()))
+        except (ValueError, TypeError) as e:
+            raise RunError(f"{config}: not a run config ({e})") from None
+
+    def save(
+        self,
+        trainer: Trainer,
+        cfg: RunConfig,
+        *,
+        next_iteration: int,
+        version: int,
+        play_weights: dict[str, Any] | None,
+    ) -> None:
+        """Write the checkpoint of a completed iteration, atomically."""
+        state = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "config": cfg.to_dict(),
+            "next_iteration": next_iteration,
+            "version": version,
+            "model": trainer.model.state_dict(),
+            "optimizer": trainer.optimizer.state_dict(),
+            "play_weights": play_weights,
+            "trainer_rng": trainer.rng.getstate(),
+            "trainer_steps": trainer.steps,
+            "torch_rng": torch.get_rng_state(),
+        }
+        save_atomic(state, self.checkpoint)
+
+    def append_metrics(self, line: dict[str, Any]) -> None:
+        with open(self.metrics, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def read_metrics(self) -> list[dict[str, Any]]:
+        if not self.metrics.exists():
+            return []
+        lines = []
+        for text in self.metrics.read_text(encoding="utf-8").splitlines():
+            try:
+                lines.append(json.loads(text))
+            except ValueError:
+                break  # a line cut by a crash: everything after it is not trusted
+        return lines
+
+    def truncate_metrics(self, next_iteration: int) -> list[dict[str, Any]]:
+        """Keep the lines of iterations before ``next_iteration`` (those the checkpoint holds)."""
+        kept = [m for m in self.read_metrics() if m.get("iteration", -1) < next_iteration]
+        _write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
+        return kept
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

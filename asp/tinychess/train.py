@@ -1,0 +1,233 @@
+"""The TinyChess trainer: clipped policy gradient with a value baseline, from GameRecords.
+
+The algorithm, read top to bottom in :meth:`Trainer.train`:
+
+1. Every ply a model played becomes a sample: the board (encoded as in play), the move's
+   policy index, the legal moves, the log-probability the move had when it was played
+   (``GameRecord.logprobs``) and the game's outcome from the mover's side, z in {-1, 0, 1}
+   (games cut at ``max_plies`` count as adjudicated by material).
+2. The value head learns z by mean squared error.
+3. The policy learns from the advantage A = z - V(s) (V detached) with PPO's clipped
+   objective: with r = pi_new(a|s) / pi_old(a|s), the loss is -min(r A, clip(r, 1-eps, 1+eps) A).
+   pi is the softmax over the *legal* moves, as in play. For games played by older weights
+   (a pipelined run plays iteration k+1 while training on k) r corrects for the lag, and the
+   clip bounds how far one stale game can move the policy.
+4. An entropy bonus over the legal moves keeps exploration alive.
+
+>>> from asp.tinychess import PlayConfig, TinyChess, ModelConfig, play_games
+>>> model = TinyChess(ModelConfig(hidden=16, blocks=0))
+>>> records, _ = play_games(model, None, PlayConfig(n_games=2, max_plies=6))
+>>> trainer = Trainer(model, TrainConfig(device="cpu"))
+>>> metrics = trainer.train(records)
+>>> metrics["train/samples"], metrics["train/steps"]
+(12, 1)
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import torch
+from torch import nn
+
+from asp.errors import ConfigError
+from asp.tinychess.features import encode_boards
+from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.records import MODEL, GameRecord
+
+__all__ = ["Samples", "TrainConfig", "Trainer", "make_samples", "pick_device"]
+
+_Z = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of :class:`Trainer`. Invalid values raise ConfigError."""
+
+    lr: float = 1e-3
+    """Adam learning rate (0 < lr <= 1)."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay (0 to 1)."""
+    batch_size: int = 1024
+    """Samples per gradient step (1 to 65536)."""
+    epochs: int = 2
+    """Passes over an iteration's samples (1 to 100)."""
+    clip: float = 0.2
+    """PPO clip range eps of the probability ratio (0 < clip <= 10)."""
+    value_coef: float = 0.5
+    """Weight of the value loss (0 to 100)."""
+    entropy_coef: float = 0.01
+    """Weight of the entropy bonus (0 to 10)."""
+    max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm (0 < x <= 1000)."""
+    device: str = "auto"
+    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    seed: int = 0
+    """Seed of the minibatch shuffling (0 to 2**63 - 1)."""
+
+    def __post_init__(self) -> None:
+        for name, low, high, open_low in (
+            ("lr", 0.0, 1.0, True),
+            ("weight_decay", 0.0, 1.0, False),
+            ("clip", 0.0, 10.0, True),
+            ("value_coef", 0.0, 100.0, False),
+            ("entropy_coef", 0.0, 10.0, False),
+            ("max_grad_norm", 0.0, 1000.0, True),
+        ):
+            value = getattr(self, name)
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+            if not ok or (open_low and value == low):
+                bound = "(" if open_low else "["
+                raise ConfigError(f"TrainConfig.{name} must be a number in {bound}{low}, {high}], got {value!r}")
+        for name, ilow, ihigh in (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not ilow <= value <= ihigh:
+                raise ConfigError(f"TrainConfig.{name} must be an int in {ilow}..{ihigh}, got {value!r}")
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """``auto``: CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+@dataclass
+class Samples:
+    """Training samples of many games, as tensors on the CPU."""
+
+    features: torch.Tensor
+    """(N, N_FEATURES) encoded boards."""
+    actions: torch.Tensor
+    """(N,) policy index of the move played."""
+    old_logp: torch.Tensor
+    """(N,) log-probability the move had when it was played."""
+    z: torch.Tensor
+    """(N,) outcome from the mover's side: 1 win, 0 draw, -1 loss."""
+    legal: list[list[int]]
+    """Per sample, the policy indices of the legal moves."""
+
+    def __len__(self) -> int:
+        return len(self.legal)
+
+
+def _placement_key(board: chess.Board) -> tuple[int, ...]:
+    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+            board.occupied_co[chess.WHITE], board.turn)  # fmt: skip
+
+
+def make_samples(records: Sequence[GameRecord]) -> Samples:
+    """Replay ``records`` and turn every ply the model played into a sample."""
+    boards: list[chess.Board] = []
+    repetitions: list[int] = []
+    actions: list[int] = []
+    old_logp: list[float] = []
+    z: list[float] = []
+    legal: list[list[int]] = []
+    for record in records:
+        board = chess.Board(record.start_fen)
+        seen = Counter([_placement_key(board)])
+        white_z = _Z[record.result]
+        for uci, logp in zip(record.moves, record.logprobs, strict=True):
+            mover = record.white if board.turn == chess.WHITE else record.black
+            move = chess.Move.from_uci(uci)
+            if mover == MODEL:
+                boards.append(board.copy(stack=False))
+                repetitions.append(seen[_placement_key(board)] - 1)
+                actions.append(move_index(move, board.turn))
+                old_logp.append(logp)
+                z.append(white_z if board.turn == chess.WHITE else -white_z)
+                legal.append(legal_move_indices(board)[1])
+            board.push(move)
+            seen[_placement_key(board)] += 1
+    features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
+    return Samples(features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), legal)
+
+
+class Trainer:
+    """Trains a TinyChess (or any network with the same inputs and outputs) from records."""
+
+    def __init__(self, model: nn.Module, cfg: TrainConfig | None = None) -> None:
+        self.cfg = cfg if cfg is not None else TrainConfig()
+        self.device = pick_device(self.cfg.device)
+        self.model = model.to(self.device)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        self.rng = random.Random(self.cfg.seed)
+        self.steps = 0
+
+    def train(self, records: Sequence[GameRecord]) -> dict[str, Any]:
+        """Learn from ``records``; return metrics averaged over the gradient steps."""
+        started = time.perf_counter()
+        samples = make_samples(records)
+        totals: dict[str, float] = {}
+        steps = 0
+        if len(samples):
+            self.model.train()
+            order = list(range(len(samples)))
+            for _ in range(self.cfg.epochs):
+                self.rng.shuffle(order)
+                for start in range(0, len(order), self.cfg.batch_size):
+                    for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
+                        totals[key] = totals.get(key, 0.0) + value
+                    steps += 1
+            self.model.eval()
+        self.steps += steps
+        metrics: dict[str, Any] = {key: value / steps for key, value in totals.items()}
+        metrics.update({
+            "train/samples": len(samples),
+            "train/steps": steps,
+            "train/seconds": time.perf_counter() - started,
+        })  # fmt: skip
+        return metrics
+
+    def _step(self, samples: Samples, rows: list[int]) -> dict[str, float]:
+        device = self.device
+        index = torch.tensor(rows)
+        features = samples.features[index].to(device)
+        actions = samples.actions[index].to(device)
+        old_logp = samples.old_logp[index].to(device)
+        z = samples.z[index].to(device)
+        mask_rows = torch.repeat_interleave(
+            torch.arange(len(rows)), torch.tensor([len(samples.legal[r]) for r in rows])
+        )
+        mask_cols = torch.tensor([i for r in rows for i in samples.legal[r]])
+        mask = torch.zeros(len(rows), POLICY_SIZE, dtype=torch.bool)
+        mask[mask_rows, mask_cols] = True
+        mask = mask.to(device)
+
+        logits, value = self.model(features)
+        logits = logits.float().masked_fill(~mask, -math.inf)
+        logp_all = torch.log_softmax(logits, dim=1)
+        logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+        advantage = z - value.detach().float()
+        ratio = torch.exp(logp - old_logp)
+        clipped = torch.clamp(ratio, 1 - self.cfg.clip, 1 + self.cfg.clip)
+        policy_loss = -torch.min(ratio * advantage, clipped * advantage).mean()
+        value_loss = torch.mean((value.float() - z) ** 2)
+        p_all = logp_all.exp()
+        entropy = -(p_all * logp_all.masked_fill(~mask, 0.0)).sum(dim=1).mean()
+        loss = policy_loss + self.cfg.value_coef * value_loss - self.cfg.entropy_coef * entropy
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.optimizer.step()
+        figures = {
+            "loss/total": loss,
+            "loss/policy": policy_loss,
+            "loss/value": value_loss,
+            "loss/entropy": entropy,
+            "train/ratio_mean": ratio.mean(),
+            "train/clip_fraction": ((ratio - 1).abs() > self.cfg.clip).float().mean(),
+            "train/grad_norm": grad_norm,
+        }
+        return {key: float(value.detach()) for key, value in figures.items()}
