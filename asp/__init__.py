@@ -5,6 +5,7 @@ The public API; everything else is an implementation module.
 
 from asp.errors import AspError, ClosedError, ConfigError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
+from asp.pipeline import IterationReport, Pipeline
 from asp.progress import heartbeat
 from asp.selfplay import PlayFn, SelfPlay, ShardResult
 from asp.sync import SyncSelfPlay, play_games_parallel
@@ -13,6 +14,8 @@ __all__ = [
     "AspError",
     "ClosedError",
     "ConfigError",
+    "IterationReport",
+    "Pipeline",
     "PlayFn",
     "SelfPlay",
     "ShardCancelled",

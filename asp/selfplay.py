@@ -286,7 +286,7 @@ class SelfPlay:
         self._state = _State.CLOSED
         with anyio.CancelScope(shield=True):
             if self._generation is not None:
-                await self._generation.close(grace=max(self.cancel_grace, 2.0))
+                await self._generation.close(grace=self.cancel_grace)
                 self._generation = None
             if self._weights is not None:
                 self._weights.close()

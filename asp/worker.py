@@ -140,5 +140,6 @@ def run_shard(task: ShardTask) -> ShardOutput:
     progress.heartbeat(0)
     model = _network("model", task.model)
     opponent = _network("opponent", task.opponent) if task.opponent is not None else None
+    progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
     records, stats = task.play_fn(model, opponent, task.cfg)
     return ShardOutput(records, stats, os.getpid(), time.perf_counter() - started)
