@@ -139,9 +139,7 @@ def main() -> None:
     print(f"median asp:      {asp_med:,.0f} plies/s")
     print(f"median random:   {base_med:,.0f} plies/s")
     print(f"median ratio:    {ratio_med:.3f}")
-    print(
-        f"{verdict(asp_med >= TARGET_PLIES_PER_S)}: asp {asp_med:,.0f} >= {TARGET_PLIES_PER_S:,.0f} plies/s"
-    )
+    print(f"{verdict(asp_med >= TARGET_PLIES_PER_S)}: asp {asp_med:,.0f} >= {TARGET_PLIES_PER_S:,.0f} plies/s")
     print(f"{verdict(ratio_med >= TARGET_RATIO)}: ratio {ratio_med:.3f} >= {TARGET_RATIO}")
 
     if args.json is not None:

@@ -64,7 +64,7 @@ class PlayConfig:
     """Plies after which a game is adjudicated by material (1 to 10000)."""
 
     temperature: float = 1.0
-    """Softmax temperature of move sampling; 0 plays the most likely move (0 to 100)."""
+    """Softmax temperature of move sampling: 0.01 to 100, or 0 to play the most likely move."""
 
     batch_size: int = 64
     """Games played concurrently, and so boards per network call (1 to 4096)."""
@@ -100,8 +100,9 @@ class PlayConfig:
         ):
             _check_int("PlayConfig", name, getattr(self, name), low, high)
         t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 100:
-            raise ConfigError(f"PlayConfig.temperature must be a number in 0..100, got {t!r}")
+        if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
+            # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
+            raise ConfigError(f"PlayConfig.temperature must be 0 (greedy) or a number in 0.01..100, got {t!r}")
         if not isinstance(self.mask_illegal, bool):
             raise ConfigError(f"PlayConfig.mask_illegal must be True or False, got {self.mask_illegal!r}")
         if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
@@ -284,7 +285,8 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     slots: list[_Game] = []
     records: list[GameRecord] = []
     nets = [model] if opp is None else [model, opp]
-    was_training = [net.training for net in nets]
+    # Every sub-module's own flag: net.train(True) afterwards would also flip frozen parts.
+    was_training = {m: m.training for net in nets for m in net.modules()}
     for net in nets:
         net.eval()
     try:
@@ -320,8 +322,8 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                         logits, _ = net(features[rows])
                         _choose_moves([slots[i] for i in rows], logits.float(), cfg)
     finally:
-        for net, training in zip(nets, was_training, strict=True):
-            net.train(training)
+        for module, training in was_training.items():
+            module.training = training
     records.sort(key=lambda r: r.game_id)
     seconds = time.perf_counter() - started
     stats = summarise(records)

@@ -142,11 +142,14 @@ def write_pgn(records: Iterable[GameRecord], path: str | os.PathLike[str]) -> Pa
     target = Path(path)
     text = "\n".join(to_pgn(r) for r in records)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, target)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
     return target
 
 
