@@ -303,6 +303,7 @@ class SelfPlay:
     async def _ensure_generation(self, figures: _CallFigures) -> Generation:
         if self._generation is not None and not self._generation.killed:
             return self._generation
+        self._check_open("play")  # never respawn a pool behind aclose()
         assert self._tmp is not None
         self._generations += 1
         if self._generations > 1:
@@ -439,10 +440,16 @@ class SelfPlay:
                         task = worker.ShardTask(
                             self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt, slot
                         )
+                        try:
+                            future = generation.submit(worker.run_shard, task)
+                        except BrokenProcessPool:
+                            # A worker died while idle: nothing of ours was lost, start anew.
+                            queue.appendleft(shard)
+                            await generation.kill("a worker died while idle")
+                            self._drop_generation(generation)
+                            break
                         now = time.monotonic()
-                        flights[slot] = _Flight(
-                            shard, slot, generation.submit(worker.run_shard, task), generation, now, moved=now
-                        )
+                        flights[slot] = _Flight(shard, slot, future, generation, now, moved=now)
                         call.debug(
                             "shard_dispatched",
                             shard=shard.index,
@@ -451,12 +458,17 @@ class SelfPlay:
                             games=shard.cfg.n_games,
                             first_game=shard.cfg.first_game,
                         )
-                    await asyncio.wait(
-                        [f.future for f in flights.values()],
-                        timeout=_TICK,
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                    if any(_broke(f) for f in flights.values()):
+                    broken_on_submit = self._generation is not generation
+                    if not broken_on_submit:
+                        await asyncio.wait(
+                            [f.future for f in flights.values()],
+                            timeout=_TICK,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                    blame: dict[int, tuple[str, str]] | None
+                    if broken_on_submit:
+                        blame = {}  # nobody to blame: settle (requeue) what was dispatched
+                    elif any(_broke(f) for f in flights.values()):
                         # A worker died and took the executor with it: settle every flight.
                         blame = await self._blame_dead(generation, flights, call)
                         await generation.kill("a worker died")
