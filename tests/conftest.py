@@ -1,0 +1,58 @@
+"""Shared fixtures of the orchestrator tests (test_selfplay, test_sync, test_weights, test_progress)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+import pytest
+import structlog
+from structlog.testing import capture_logs
+
+
+@pytest.fixture
+def logs() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog event the coordinator logs during the test, debug level included.
+
+    structlog is reset to its defaults first: ``configure_logging`` (the doctest of asp.log, an
+    application) may have raised the level, which would filter the info and debug events out.
+    The previous configuration is restored afterwards.
+    """
+    saved = structlog.get_config()
+    structlog.reset_defaults()
+    try:
+        with capture_logs() as entries:
+            yield entries
+    finally:
+        structlog.configure(**saved)
+
+
+def _is_resource_tracker(process: psutil.Process) -> bool:
+    try:
+        return "resource_tracker" in " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return False
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def live_children() -> list[int]:
+    """Pids of this process's live descendants, except multiprocessing's resource tracker.
+
+    The resource tracker is a stdlib singleton that the first spawn pool of a process starts and
+    that lives as long as this process, whatever pool created it: it is no worker and never leaks.
+    A zombie (exited, not yet reaped) counts as gone.
+    """
+    return sorted(p.pid for p in psutil.Process().children(recursive=True) if _alive(p) and not _is_resource_tracker(p))
+
+
+@pytest.fixture
+def children() -> Callable[[], list[int]]:
+    """``children()``: pids of the live child processes of the test, resource tracker excluded."""
+    return live_children

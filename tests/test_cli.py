@@ -1,0 +1,424 @@
+"""``asp train``, ``asp play`` and ``asp eval`` end to end, as a user runs them: subprocesses.
+
+Runs are tiny (8 games of at most 20 plies, a 16-wide model, 2 workers); each costs
+~10-25 s on a busy 2-core machine, mostly starting processes that import torch. Runs that
+several tests read are module fixtures, and independent runs start side by side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import chess.pgn
+import psutil
+import pytest
+import torch
+
+from asp.tinychess.model import ModelConfig
+from asp.tinychess.run import RunConfig
+
+RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
+TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
+GAMES = ("--games", "8")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "asp.cli", *args]
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(command(*args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        out, err = proc.communicate(timeout=RUN_LIMIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"{proc.args} did not finish in {RUN_LIMIT} s:\n{out}\n{err}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def asp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return finish(start(*args, cwd=cwd))
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def checkpoint(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)
+    return data
+
+
+def metrics(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def pgn_games(path: Path) -> list[chess.pgn.Game]:
+    stream = io.StringIO(path.read_text())
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        games.append(game)
+    return games
+
+
+def files(run: Path) -> dict[str, bytes]:
+    """Every file under ``run`` and its bytes."""
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+def differing_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]:
+    assert a.keys() == b.keys()
+    return [k for k in a if not torch.equal(a[k], b[k])]
+
+
+@dataclasses.dataclass
+class ResumeRuns:
+    """An uninterrupted 2-iteration run and one of 1 iteration resumed with ``--iterations 2``."""
+
+    whole: Path
+    whole_result: subprocess.CompletedProcess[str]
+    split: Path
+    first_result: subprocess.CompletedProcess[str]
+    first_checkpoint: dict[str, Any]
+    resume_result: subprocess.CompletedProcess[str]
+
+
+def resume_runs(base: Path, *mode: str) -> ResumeRuns:
+    whole, split = base / "whole", base / "split"
+    procs = [
+        start("train", "--iterations", "2", "--run-dir", str(whole), *GAMES, *TINY, *mode, cwd=base),
+        start("train", "--iterations", "1", "--run-dir", str(split), *GAMES, *TINY, *mode, cwd=base),
+    ]
+    whole_result, first_result = (finish(p) for p in procs)
+    first_checkpoint = checkpoint(split) if first_result.returncode == 0 else {}
+    resume_result = asp(
+        "train", "--resume", str(split), "--iterations", "2", "--workers", "2", "--no-progress", cwd=base
+    )
+    return ResumeRuns(whole, whole_result, split, first_result, first_checkpoint, resume_result)
+
+
+@pytest.fixture(scope="module")
+def overlapped(tmp_path_factory: pytest.TempPathFactory) -> ResumeRuns:
+    """Default (overlapped) mode. ``whole`` is also the reference run of the other tests."""
+    return resume_runs(tmp_path_factory.mktemp("overlapped"))
+
+
+@pytest.fixture(scope="module")
+def sequential(tmp_path_factory: pytest.TempPathFactory) -> ResumeRuns:
+    return resume_runs(tmp_path_factory.mktemp("sequential"), "--sequential")
+
+
+@pytest.fixture
+def run_copy(overlapped: ResumeRuns, tmp_path: Path) -> Path:
+    """A copy of the finished 2-iteration run, to spoil."""
+    ok(overlapped.whole_result)
+    return Path(shutil.copytree(overlapped.whole, tmp_path / "run"))
+
+
+# -- (a) a training run and its artefacts ----------------------------------------------------
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
+    result = ok(overlapped.whole_result)
+    run = overlapped.whole
+    assert f"trained 2 iterations in {run}" in result.stdout
+    assert re.search(r"last score against a random mover: \d\.\d{3}", result.stdout), result.stdout
+    assert len(re.findall(r"^iteration [12]/2: 8 games", result.stderr, re.M)) == 2, result.stderr
+
+    cfg = RunConfig.from_dict(json.loads((run / "config.json").read_text()))
+    assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.eval_games, cfg.overlap) == (2, 8, 20, 8, True)
+    assert cfg.model == ModelConfig(hidden=16)
+
+    state = checkpoint(run)
+    assert (state["next_iteration"], state["version"], state["play_weights"]) == (2, 2, None)
+
+    lines = metrics(run)
+    assert [m["iteration"] for m in lines] == [0, 1]
+    assert [m["staleness"] for m in lines] == [0, 1]
+    for line in lines:
+        for key in ("loss/total", "loss/policy", "loss/value", "loss/entropy", "play/plies_per_s"):
+            assert math.isfinite(line[key]), (key, line)
+        assert line["play/plies_per_s"] > 0 and line["play/games"] == 8
+        assert {"time/play", "time/train", "time/overlap", "time/wall"} <= line.keys()
+        assert all(line[k] >= 0 for k in line if k.startswith("time/"))
+    assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
+    assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8
+    assert lines[1]["eval/elo_low"] <= lines[1]["eval/elo"] <= lines[1]["eval/elo_high"]
+
+    events = [json.loads(line)["event"] for line in (run / "log.jsonl").read_text().splitlines()]
+    assert events.count("pool_started") == 1 and events.count("iteration_done") == 2
+    assert events[0] == "run_started" and "iteration_saved" in events
+
+    for iteration in (0, 1):
+        games = pgn_games(run / "games" / f"iter-{iteration:04d}.pgn")
+        assert [int(g.headers["GameId"]) for g in games] == list(range(8 * iteration, 8 * iteration + 8))
+        for game in games:
+            assert not game.errors
+            moves = list(game.mainline_moves())
+            assert 0 < len(moves) <= 20 and int(game.headers["PlyCount"]) == len(moves)
+            assert game.headers["Result"] in ("1-0", "0-1", "1/2-1/2")
+        # Overlapped: iteration 1 was played by the version-0 snapshot too.
+        assert {g.headers["White"] for g in games} == {"asp model v0"}
+    assert (run / "curves.png").read_bytes().startswith(PNG_MAGIC)
+    assert not [p for p in run.rglob(".*")]  # no temporary file left behind
+
+
+# -- (b) resume determinism ------------------------------------------------------------------
+
+
+def _assert_resumed_run_is_complete(runs: ResumeRuns) -> None:
+    ok(runs.whole_result)
+    ok(runs.first_result)
+    ok(runs.resume_result)
+    assert runs.first_checkpoint["next_iteration"] == 1
+    state = checkpoint(runs.split)
+    assert (state["next_iteration"], state["version"]) == (2, 2)
+    assert [m["iteration"] for m in metrics(runs.split)] == [0, 1]
+    assert (runs.split / "games" / "iter-0001.pgn").exists()
+    assert f"trained 2 iterations in {runs.split}" in runs.resume_result.stdout
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run(sequential: ResumeRuns) -> None:
+    _assert_resumed_run_is_complete(sequential)
+    whole, split = checkpoint(sequential.whole), checkpoint(sequential.split)
+    assert differing_tensors(whole["model"], split["model"]) == []
+    # The same games and the same losses on the way.
+    for a, b in zip(metrics(sequential.whole), metrics(sequential.split), strict=True):
+        assert {k: v for k, v in a.items() if k.startswith(("loss/", "play/results", "staleness"))} == {
+            k: v for k, v in b.items() if k.startswith(("loss/", "play/results", "staleness"))
+        }
+    for name in ("iter-0000.pgn", "iter-0001.pgn"):
+        got, want = pgn_games(sequential.split / "games" / name), pgn_games(sequential.whole / "games" / name)
+        assert [list(g.mainline_moves()) for g in got] == [list(g.mainline_moves()) for g in want]
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
+    _assert_resumed_run_is_complete(overlapped)
+    # The root of the difference below: a run's last iteration starts no next play, so its
+    # checkpoint keeps no play weights for an extended run to replay iteration 1 with.
+    assert overlapped.first_checkpoint["play_weights"] is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="bug: an overlapped run of N iterations extended with --resume --iterations M differs from an "
+    "uninterrupted M-iteration run. Uninterrupted, iteration N is played by the version N-1 snapshot "
+    "(staleness 1); after --iterations N the checkpoint holds play_weights=None (the last iteration starts "
+    "no next play), so the resumed run plays iteration N with version N (staleness 0): other games, "
+    "other gradients, other weights",
+)
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run(overlapped: ResumeRuns) -> None:
+    _assert_resumed_run_is_complete(overlapped)
+    whole_lines, split_lines = metrics(overlapped.whole), metrics(overlapped.split)
+    versions = [(m["version_played"], m["staleness"]) for m in whole_lines]
+    resumed_versions = [(m["version_played"], m["staleness"]) for m in split_lines]
+    whole, split = checkpoint(overlapped.whole), checkpoint(overlapped.split)
+    differ = differing_tensors(whole["model"], split["model"])
+    assert (differ, resumed_versions) == ([], versions), (
+        f"{len(differ)} of {len(whole['model'])} tensors differ: {differ}; (version_played, staleness) "
+        f"per iteration: uninterrupted {versions}, resumed {resumed_versions}"
+    )
+
+
+# -- (c) interruption ------------------------------------------------------------------------
+
+
+def _wait_for_first_iteration(proc: subprocess.Popen[bytes], run: Path, log: Path) -> None:
+    deadline = time.monotonic() + RUN_LIMIT
+    while not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text().count("\n") >= 1):
+        assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log.read_text()}"
+        assert time.monotonic() < deadline, "no iteration finished in time"
+        time.sleep(0.1)
+
+
+def _gone(process: psutil.Process) -> bool:
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _survivors(children: list[psutil.Process], seconds: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := [p.pid for p in children if not _gone(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> Iterator[tuple[Path, Path, list[str]]]:
+    """(run dir, stderr file, the command's options); kills whatever is left at the end."""
+    run, log = tmp_path / "run", tmp_path / "stderr.txt"
+    options = ["--iterations", "50", "--run-dir", str(run), *TINY]
+    yield run, log, options
+    for proc in psutil.Process().children(recursive=True):  # a run a failed test left behind
+        try:
+            if str(run) in " ".join(proc.cmdline()):
+                proc.kill()
+        except psutil.Error:
+            pass
+
+
+def _interrupt(run: Path, log: Path, options: list[str], games: str, sig: signal.Signals) -> tuple[int, float]:
+    """Start a long run, send ``sig`` once its first iteration is saved; (exit code, seconds to exit)."""
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            command("train", *options, "--games", games), cwd=run.parent, stdout=err, stderr=subprocess.STDOUT
+        )
+        try:
+            _wait_for_first_iteration(proc, run, log)
+            children = psutil.Process(proc.pid).children(recursive=True)
+            assert len(children) >= 2, children  # the two workers (and multiprocessing's resource tracker)
+            proc.send_signal(sig)
+            sent = time.monotonic()
+            try:
+                code = proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"still running 15 s after {sig.name}:\n{log.read_text()}") from None
+            seconds = time.monotonic() - sent
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert _survivors(children) == [], f"children left alive after {sig.name}"
+    return code, seconds
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_sigint_mid_iteration_exits_130_with_a_resumable_checkpoint(long_run: tuple[Path, Path, list[str]]) -> None:
+    run, log, options = long_run
+    code, _ = _interrupt(run, log, options, "32", signal.SIGINT)
+    stderr = log.read_text()
+    assert code == 130, stderr
+    assert f"asp train --resume {run}" in stderr
+    state = checkpoint(run)  # weights_only: loads
+    done = state["next_iteration"]
+    assert 1 <= done < 50
+    assert f"the checkpoint holds {done} complete iteration(s)" in stderr
+    assert state["play_weights"] is not None  # the snapshot already playing the next iteration
+
+    resumed = ok(asp("train", "--resume", str(run), "--iterations", str(done + 1), "--workers", "2", "--no-progress",
+                     cwd=run.parent))  # fmt: skip
+    assert f"trained {done + 1} iterations in {run}" in resumed.stdout
+    lines = metrics(run)
+    assert [m["iteration"] for m in lines] == list(range(done + 1))
+    # The interrupted iteration was replayed by the snapshot that was playing it: still one version stale.
+    assert (lines[-1]["version_played"], lines[-1]["staleness"]) == (done - 1, 1)
+    assert checkpoint(run)["next_iteration"] == done + 1
+
+
+@pytest.mark.timeout(RUN_LIMIT + 60)
+def test_sigterm_exits_nonzero_with_a_loadable_checkpoint(long_run: tuple[Path, Path, list[str]]) -> None:
+    run, log, options = long_run
+    code, _ = _interrupt(run, log, options, "8", signal.SIGTERM)
+    assert code != 0, log.read_text()
+    assert f"asp train --resume {run}" in log.read_text()
+    assert checkpoint(run)["next_iteration"] >= 1
+
+
+# -- (d) bad input ---------------------------------------------------------------------------
+
+
+def _assert_usage_error(result: subprocess.CompletedProcess[str], path: Path, *words: str) -> str:
+    assert result.returncode == 2, f"{result.returncode}:\n{result.stdout}\n{result.stderr}"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("asp train: ") and str(path) in lines[0], lines[0]
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.timeout(RUN_LIMIT)
+def test_resuming_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    asp_script = shutil.which("asp")
+    args = ["train", "--resume", str(missing), "--no-progress"]
+    cmd = [asp_script, *args] if asp_script else command(*args)  # the console script, as a user types it
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_LIMIT, cwd=tmp_path)
+    _assert_usage_error(result, missing)
+    assert not missing.exists()
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_resuming_a_truncated_checkpoint_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
+    ckpt = run_copy / "checkpoint.pt"
+    ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
+    before = files(run_copy)
+    result = asp("train", "--resume", str(run_copy), "--workers", "2", "--no-progress", cwd=run_copy.parent)
+    _assert_usage_error(result, ckpt, "checkpoint")
+    assert files(run_copy) == before
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_a_new_run_into_a_directory_holding_a_run_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
+    before = files(run_copy)
+    result = asp("train", "--iterations", "2", "--run-dir", str(run_copy), *GAMES, *TINY, cwd=run_copy.parent)
+    _assert_usage_error(result, run_copy, "already holds a run", f"--resume {run_copy}")
+    assert files(run_copy) == before
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_resuming_with_another_model_width_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
+    before = files(run_copy)
+    result = asp("train", "--resume", str(run_copy), "--hidden", "32", "--iterations", "3", "--workers", "2",
+                 "--no-progress", cwd=run_copy.parent)  # fmt: skip
+    _assert_usage_error(result, run_copy, "hidden=32", "differs")
+    assert files(run_copy) == before
+
+
+# -- (e) play and eval of a checkpoint -------------------------------------------------------
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_play_writes_the_games_of_a_checkpoint(overlapped: ResumeRuns, tmp_path: Path) -> None:
+    ok(overlapped.whole_result)
+    result = ok(asp("play", "--checkpoint", str(overlapped.whole), "--games", "4", "--max-plies", "20",
+                    "--out", "x.pgn", cwd=tmp_path))  # fmt: skip
+    assert "played 4 games" in result.stdout and "wrote x.pgn" in result.stdout
+    games = pgn_games(tmp_path / "x.pgn")
+    assert len(games) == 4
+    assert {(g.headers["White"], g.headers["Black"]) for g in games} == {("asp model v2", "asp model v2")}
+    assert all(not g.errors and 0 < len(list(g.mainline_moves())) <= 20 for g in games)
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_path: Path) -> None:
+    ok(overlapped.whole_result)
+    result = ok(asp("eval", str(overlapped.whole), "--games", "8", "--max-plies", "20", cwd=tmp_path))
+    line = result.stdout.strip()
+    found = re.search(
+        r"\(version 2\) against a random mover: score (\d\.\d{3}) \(\+(\d+) =(\d+) -(\d+) of 8\), "
+        r"Elo ([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]",
+        line,
+    )
+    assert found, line
+    score = float(found.group(1))
+    wins, draws, losses = (int(found.group(i)) for i in (2, 3, 4))
+    elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
+    assert wins + draws + losses == 8
+    assert score == pytest.approx((wins + 0.5 * draws) / 8, abs=1e-3)
+    assert low <= elo <= high

@@ -1,0 +1,300 @@
+"""Pipeline: overlapped and sequential train/play loops over real SelfPlay pools.
+
+Two pools serve the whole module (starting spawn workers is the slow part): one plays
+TinyChess, the other :func:`asp.testing.fault_play`, whose records say which weights played
+them (``weight_sum``) and whose slow games keep a play in flight long enough to cancel it.
+The ``train`` functions are fakes: they count calls, or set every parameter to a constant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import torch
+from torch import nn
+
+from asp import ConfigError, IterationReport, Pipeline, SelfPlay
+from asp.testing import FaultConfig, fault_play
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess
+
+TINY = ModelConfig(hidden=16, blocks=0)
+N = 4  # games per iteration
+module_loop = pytest.mark.asyncio(loop_scope="module")
+
+
+def tiny() -> TinyChess:
+    return TinyChess(TINY)
+
+
+def chess_cfg(iteration: int, version: int) -> PlayConfig:
+    return PlayConfig(n_games=N, max_plies=4, first_game=N * iteration, seed=iteration, model_version=version)
+
+
+def echo_cfg(iteration: int, version: int) -> FaultConfig:
+    return FaultConfig(n_games=N, plies=2, first_game=N * iteration, model_version=version)
+
+
+def slow_cfg(iteration: int, version: int) -> FaultConfig:
+    """Games of 100 heartbeats 10 ms apart: about a second each, cancellable at every ply."""
+    return FaultConfig(n_games=N, plies=100, delay=0.01, first_game=N * iteration, model_version=version)
+
+
+def weight_sum(model: nn.Module) -> float:
+    with torch.no_grad():
+        return float(sum(p.sum() for p in model.parameters()))
+
+
+def play_tasks() -> list[asyncio.Task[Any]]:
+    """The pipeline's play tasks that have not finished."""
+    return [t for t in asyncio.all_tasks() if t.get_name().startswith("asp-play-") and not t.done()]
+
+
+async def wait_until(predicate: Callable[[], bool], *, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+class CountingTrain:
+    """A fake ``train``: remembers the game ids of every call, changes nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[int]] = []
+
+    def __call__(self, records: list[Any]) -> dict[str, Any]:
+        self.calls.append([r.game_id for r in records])
+        return {"games": len(records), "call": len(self.calls)}
+
+
+class FillTrain:
+    """A fake ``train`` that sets every parameter of ``model`` to the number of the call (1, 2...)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.calls = 0
+
+    def __call__(self, records: list[Any]) -> dict[str, Any]:
+        self.calls += 1
+        with torch.no_grad():
+            for p in self.model.parameters():
+                p.fill_(float(self.calls))
+        return {"filled": self.calls}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def chess_pool() -> AsyncIterator[SelfPlay]:
+    async with SelfPlay(workers=2) as selfplay:
+        yield selfplay
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def echo_pool() -> AsyncIterator[SelfPlay]:
+    async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+        yield selfplay
+
+
+async def run_all(pipeline: Pipeline, iterations: int, **kwargs: Any) -> list[IterationReport]:
+    return [report async for report in pipeline.run(iterations, **kwargs)]
+
+
+def ids(records: list[Any]) -> list[int]:
+    return [r.game_id for r in records]
+
+
+# -- versions and staleness ------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_overlapped_iterations_are_one_version_stale_after_the_first(chess_pool: SelfPlay) -> None:
+    train = CountingTrain()
+    shards: list[tuple[int, int, int]] = []
+    pipeline = Pipeline(chess_pool, tiny(), train=train, play_cfg=chess_cfg, on_shard=lambda *a: shards.append(a))
+    reports = await run_all(pipeline, 3)
+
+    assert [(r.iteration, r.version_played, r.version_trained, r.staleness) for r in reports] == [
+        (0, 0, 0, 0),
+        (1, 0, 1, 1),
+        (2, 1, 2, 1),
+    ]
+    for r in reports:
+        assert ids(r.records) == list(range(N * r.iteration, N * (r.iteration + 1)))
+        assert {rec.model_version for rec in r.records} == {r.version_played}
+        assert r.train_metrics == {"games": N, "call": r.iteration + 1}
+        assert r.play_stats["games"] == N
+        assert r.play_seconds > 0 and r.train_seconds >= 0 and r.overlap_seconds >= 0
+        assert r.wall_seconds >= r.train_seconds
+    assert train.calls == [list(range(N * i, N * (i + 1))) for i in range(3)]
+    # The snapshot playing the next iteration, except after the last one.
+    assert [r.next_play_weights is not None for r in reports] == [True, True, False]
+
+    # on_shard: per iteration, games done rise to n_games, out of n_games.
+    for iteration in range(3):
+        done = [d for i, d, _ in shards if i == iteration]
+        assert done == sorted(set(done)) and done[-1] == N, shards
+        assert {t for i, _, t in shards if i == iteration} == {N}
+    assert not play_tasks()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("options", [{"overlap": False}, {"max_staleness": 0}], ids=["overlap=False", "staleness=0"])
+@module_loop
+async def test_sequential_runs_play_every_iteration_with_the_latest_weights(
+    chess_pool: SelfPlay, options: dict[str, Any]
+) -> None:
+    train = CountingTrain()
+    reports = await run_all(Pipeline(chess_pool, tiny(), train=train, play_cfg=chess_cfg, **options), 3)
+    assert [(r.iteration, r.version_played, r.version_trained, r.staleness) for r in reports] == [
+        (i, i, i, 0) for i in range(3)
+    ]
+    assert all(r.next_play_weights is None and r.overlap_seconds == 0.0 for r in reports)
+    for r in reports:
+        assert ids(r.records) == list(range(N * r.iteration, N * (r.iteration + 1)))
+        assert {rec.model_version for rec in r.records} == {r.iteration}
+    assert train.calls == [list(range(N * i, N * (i + 1))) for i in range(3)]
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_both_modes_play_the_same_games_and_train_as_often(chess_pool: SelfPlay) -> None:
+    results = {}
+    for overlap in (True, False):
+        train = CountingTrain()
+        reports = await run_all(Pipeline(chess_pool, tiny(), train=train, play_cfg=chess_cfg, overlap=overlap), 4)
+        results[overlap] = ([ids(r.records) for r in reports], train.calls)
+    assert results[True] == results[False]
+    games, calls = results[True]
+    assert sum(len(g) for g in games) == 4 * N and len(calls) == 4
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_start_and_version_name_the_iterations_and_no_iterations_is_nothing(chess_pool: SelfPlay) -> None:
+    pipeline = Pipeline(chess_pool, tiny(), train=CountingTrain(), play_cfg=chess_cfg)
+    reports = await run_all(pipeline, 2, start=5, version=7)
+    assert [(r.iteration, r.version_played, r.version_trained) for r in reports] == [(5, 7, 7), (6, 7, 8)]
+    assert ids(reports[0].records) == list(range(5 * N, 6 * N))
+    assert await run_all(pipeline, 0) == []
+
+
+# -- snapshots -------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_the_weights_playing_the_next_iteration_are_a_snapshot_training_does_not_touch(
+    echo_pool: SelfPlay,
+) -> None:
+    torch.manual_seed(0)
+    model = tiny()
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    n_params = sum(p.numel() for p in model.parameters())
+    train = FillTrain(model)
+    pipeline = Pipeline(echo_pool, model, train=train, play_cfg=echo_cfg)
+    played: list[float] = []
+    async for report in pipeline.run(3):
+        played.append(report.records[0].weight_sum)
+        assert len({r.weight_sum for r in report.records}) == 1  # every game of an iteration, one set of weights
+        snapshot = report.next_play_weights
+        if snapshot is not None:
+            # Training on this iteration set the model to a constant; the snapshot kept version k.
+            assert all(torch.all(p == train.calls) for p in model.parameters())
+            assert weight_sum(snapshot) != pytest.approx(weight_sum(model))
+            if report.iteration == 0:
+                assert all(torch.equal(v, initial[k]) for k, v in snapshot.state_dict().items())
+    # Iterations 0 and 1 were played by version 0 (the initial weights), iteration 2 by version 1:
+    # the weights training on iteration 0 wrote (all ones) never reached iteration 1's games.
+    initial_sum = float(sum(v.sum() for k, v in initial.items() if k in dict(model.named_parameters())))
+    assert played[0] == pytest.approx(initial_sum, rel=1e-5)
+    assert played[1] == pytest.approx(initial_sum, rel=1e-5)
+    assert played[2] == pytest.approx(1.0 * n_params, rel=1e-6)
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_first_play_resumes_an_overlapped_run_with_the_weights_that_were_playing(echo_pool: SelfPlay) -> None:
+    torch.manual_seed(1)
+    model, older = tiny(), tiny()  # the model at version 5, the snapshot of version 4
+    pipeline = Pipeline(echo_pool, model, train=FillTrain(model), play_cfg=echo_cfg)
+    reports = await run_all(pipeline, 2, start=3, version=5, first_play=older)
+    assert [(r.iteration, r.version_played, r.version_trained, r.staleness) for r in reports] == [
+        (3, 4, 5, 1),
+        (4, 5, 6, 1),
+    ]
+    assert ids(reports[0].records) == list(range(3 * N, 4 * N))
+    assert reports[0].records[0].weight_sum == pytest.approx(weight_sum(older), rel=1e-5)
+    assert reports[0].records[0].model_version == 4
+
+
+# -- cancellation and errors -----------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("phase", ["playing", "training"])
+@module_loop
+async def test_cancelling_the_consumer_stops_the_play_and_leaves_the_selfplay_usable(
+    echo_pool: SelfPlay, phase: str
+) -> None:
+    model = tiny()
+    training, release = threading.Event(), threading.Event()
+
+    def train(records: list[Any]) -> dict[str, Any]:
+        training.set()
+        release.wait(timeout=30)
+        return {}
+
+    pipeline = Pipeline(echo_pool, model, train=train, play_cfg=slow_cfg)
+    got: list[IterationReport] = []
+
+    async def consume() -> None:
+        async for report in pipeline.run(5):
+            got.append(report)
+
+    consumer = asyncio.create_task(consume())
+    try:
+        if phase == "playing":
+            await wait_until(lambda: any(t.get_name() == "asp-play-0" for t in play_tasks()))
+            await asyncio.sleep(0.3)  # games in flight in the workers
+        else:
+            await wait_until(training.is_set)  # training on iteration 0 while iteration 1 is played
+            assert [t.get_name() for t in play_tasks()] == ["asp-play-1"]
+        consumer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+        assert play_tasks() == []
+        assert got == []
+    finally:
+        release.set()
+
+    records, stats = await echo_pool.play(model, None, FaultConfig(n_games=3, first_game=500, plies=2))
+    assert ids(records) == [500, 501, 502]
+    reports = await run_all(Pipeline(echo_pool, model, train=CountingTrain(), play_cfg=echo_cfg), 1)
+    assert ids(reports[0].records) == list(range(N))
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_an_error_in_train_stops_the_run_and_the_play_in_flight(chess_pool: SelfPlay) -> None:
+    def train(records: list[Any]) -> dict[str, Any]:
+        raise RuntimeError("trainer exploded")
+
+    pipeline = Pipeline(chess_pool, tiny(), train=train, play_cfg=chess_cfg)
+    with pytest.raises(RuntimeError, match="trainer exploded"):
+        await run_all(pipeline, 3)
+    assert play_tasks() == []
+    records, _ = await chess_pool.play(tiny(), None, chess_cfg(9, 0))
+    assert ids(records) == list(range(9 * N, 10 * N))
+
+
+@pytest.mark.parametrize("max_staleness", [2, -1, True, 1.0, None])
+def test_max_staleness_other_than_0_or_1_is_a_config_error(max_staleness: object) -> None:
+    selfplay = SelfPlay(workers=1)  # not started: no processes
+    with pytest.raises(ConfigError, match="max_staleness"):
+        Pipeline(selfplay, tiny(), train=CountingTrain(), play_cfg=chess_cfg, max_staleness=max_staleness)  # type: ignore[arg-type]

@@ -1,0 +1,350 @@
+"""The run directory: RunConfig, RunDir, checkpoints and their errors, metrics, curves.
+
+No worker pools here: checkpoints are written from a Trainer in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from asp.errors import AspError, ConfigError
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess.curves import plot_curves
+from asp.tinychess.run import (
+    CHECKPOINT,
+    RunConfig,
+    RunDir,
+    RunError,
+    load_checkpoint,
+    model_from_checkpoint,
+)
+from asp.tinychess.train import TrainConfig, Trainer
+
+TINY = ModelConfig(hidden=16, blocks=0)
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def tiny_config(**changes: object) -> RunConfig:
+    return dataclasses.replace(RunConfig(games=4, max_plies=8, eval_games=4, model=TINY), **changes)  # type: ignore[arg-type]
+
+
+def trained(cfg: RunConfig) -> Trainer:
+    """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
+    torch.manual_seed(cfg.seed)
+    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu"))
+    records, _ = play_games(trainer.model, None, PlayConfig(n_games=2, max_plies=6))
+    trainer.train(records)
+    return trainer
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> Path:
+    """A real checkpoint of a tiny run, in ``tmp_path/run``."""
+    cfg = tiny_config()
+    run = RunDir(tmp_path / "run")
+    run.create(cfg)
+    run.save(trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    return run.checkpoint
+
+
+def metrics_line(iteration: int, **fields: object) -> dict[str, object]:
+    return {
+        "iteration": iteration,
+        "loss/policy": 0.1 * iteration,
+        "loss/value": 1.0 / (iteration + 1),
+        "loss/entropy": 3.0,
+        "play/plies_per_s": 100.0 + iteration,
+        **fields,
+    }
+
+
+# -- RunConfig -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("iterations", 0),
+        ("iterations", 100_001),
+        ("iterations", 2.0),
+        ("iterations", True),
+        ("games", 0),
+        ("seed", -1),
+        ("seed", 2**31),
+        ("eval_every", 0),
+        ("eval_games", 0),
+        ("eval_games", "8"),
+    ],
+)
+def test_run_config_rejects_a_bad_value_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=rf"RunConfig\.{field}\b"):
+        RunConfig(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("max_plies", 0, "max_plies"),
+        ("temperature", -1.0, "temperature"),
+        ("eval_temperature", 101.0, "temperature"),
+        ("play_batch", 0, "batch_size"),
+    ],
+)
+def test_run_config_rejects_bad_play_settings_through_play_config(field: str, value: object, named: str) -> None:
+    with pytest.raises(ConfigError, match=rf"PlayConfig\.{named}\b"):
+        RunConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_run_config_play_configs_give_each_iteration_its_own_games_and_seed() -> None:
+    cfg = RunConfig(games=10, seed=3, max_plies=50, temperature=0.5, play_batch=7)
+    first, second = cfg.play_cfg(0, 0), cfg.play_cfg(1, 4)
+    assert (first.first_game, first.n_games, first.model_version) == (0, 10, 0)
+    assert (second.first_game, second.n_games, second.model_version) == (10, 10, 4)
+    assert first.seed != second.seed
+    assert (second.max_plies, second.temperature, second.batch_size) == (50, 0.5, 7)
+    assert RunConfig(seed=4).play_cfg(0, 0).seed != cfg.play_cfg(0, 0).seed
+    evaluation = cfg.eval_cfg(5)
+    assert evaluation == cfg.eval_cfg(5)  # the same openings of chance at every evaluation
+    assert (evaluation.n_games, evaluation.model_version, evaluation.temperature) == (200, 5, 0.25)
+    RunConfig(seed=2**31 - 1, iterations=100_000).play_cfg(99_999, 0)  # the largest seed still fits
+
+
+def test_run_config_round_trips_through_a_dict_and_json() -> None:
+    cfg = tiny_config(overlap=False, train=TrainConfig(lr=0.01, device="cpu"))
+    assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+# -- RunDir.create and stored_config ---------------------------------------------------------
+
+
+def test_create_writes_the_config_and_refuses_a_directory_that_holds_a_run(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    cfg = tiny_config()
+    run.create(cfg)
+    assert (run.path / "games").is_dir()
+    config = (run.path / "config.json").read_bytes()
+    assert run.stored_config() == cfg
+
+    with pytest.raises(RunError, match="already holds a run") as raised:
+        run.create(tiny_config(seed=9))
+    assert str(run.path) in str(raised.value) and "--resume" in str(raised.value)
+    assert (run.path / "config.json").read_bytes() == config
+
+
+def test_create_refuses_a_directory_with_only_a_checkpoint(checkpoint: Path) -> None:
+    run = RunDir(checkpoint.parent)
+    (run.path / "config.json").unlink()
+    before = checkpoint.read_bytes()
+    with pytest.raises(RunError, match=str(run.path)):
+        run.create(tiny_config())
+    assert checkpoint.read_bytes() == before
+    assert not (run.path / "config.json").exists()
+
+
+def test_create_accepts_an_empty_existing_directory(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.create(tiny_config())
+    assert run.stored_config() == tiny_config()
+
+
+def test_stored_config_errors_name_the_directory(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match=str(tmp_path)):
+        RunDir(tmp_path).stored_config()
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(RunError, match="config.json"):
+        RunDir(tmp_path).stored_config()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=KeyError,
+    reason="bug: RunDir.stored_config catches ValueError and TypeError only; a config.json without "
+    "'model'/'train' (e.g. '{}') escapes as KeyError, so `asp train --resume` crashes with a traceback "
+    "and exit 1 instead of a RunError and exit 2",
+)
+def test_stored_config_of_an_incomplete_config_json_is_a_run_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(RunError, match="config.json"):
+        RunDir(tmp_path).stored_config()
+
+
+# -- checkpoints -----------------------------------------------------------------------------
+
+
+def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    trainer = trained(cfg)
+    play_weights = TinyChess(cfg.model).state_dict()
+    run = RunDir(tmp_path / "run")
+    run.create(cfg)
+    torch.manual_seed(123)
+    run.save(trainer, cfg, next_iteration=3, version=3, play_weights=play_weights)
+    assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
+
+    raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
+    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 1)
+    data = load_checkpoint(run.checkpoint)
+    assert (data["next_iteration"], data["version"], data["trainer_steps"]) == (3, 3, trainer.steps)
+    assert RunConfig.from_dict(data["config"]) == cfg
+    for key, tensor in trainer.model.state_dict().items():
+        assert torch.equal(data["model"][key], tensor), key
+    for key, tensor in play_weights.items():
+        assert torch.equal(data["play_weights"][key], tensor), key
+    assert data["optimizer"]["state"]  # Adam's moments are kept
+    state = data["trainer_rng"]
+    restored = random.Random()
+    restored.setstate((state[0], tuple(state[1]), state[2]))
+    assert restored.random() == trainer.rng.random()
+    assert torch.equal(data["torch_rng"], torch.get_rng_state())
+
+    for where in (run.path, run.checkpoint):
+        model, meta = model_from_checkpoint(where)
+        assert meta["version"] == 3
+        assert not model.training
+        assert model.cfg == cfg.model
+        assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
+
+
+def test_saving_again_replaces_the_checkpoint(checkpoint: Path) -> None:
+    cfg = tiny_config()
+    RunDir(checkpoint.parent).save(trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
+    assert load_checkpoint(checkpoint)["next_iteration"] == 2
+    assert [p.name for p in checkpoint.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def _truncated(checkpoint: Path) -> Path:
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])
+    return checkpoint
+
+
+def _foreign_torch_file(checkpoint: Path) -> Path:
+    torch.save({"weight": torch.zeros(3), "epoch": 4}, checkpoint)
+    return checkpoint
+
+
+def _random_bytes(checkpoint: Path) -> Path:
+    checkpoint.write_bytes(random.Random(0).randbytes(4096))
+    return checkpoint
+
+
+def _missing(checkpoint: Path) -> Path:
+    checkpoint.unlink()
+    return checkpoint
+
+
+def _a_directory(checkpoint: Path) -> Path:
+    return checkpoint.parent
+
+
+def _other_format_version(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    data["format_version"] = 99
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [_missing, _a_directory, _truncated, _foreign_torch_file, _random_bytes, _other_format_version],
+)
+def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path, spoil: object) -> None:
+    path = spoil(checkpoint)  # type: ignore[operator]
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: "), message
+    assert "\n" not in message
+    assert isinstance(raised.value, AspError)
+    if path.is_file():
+        with pytest.raises(RunError, match=str(path)):
+            model_from_checkpoint(path)
+
+
+def _a_whole_pickled_model(checkpoint: Path) -> Path:
+    # torch.save of a module object, not a state_dict: a common foreign file. weights_only
+    # refuses to build the class.
+    torch.save(TinyChess(TINY), checkpoint)
+    return checkpoint
+
+
+def test_a_whole_pickled_model_is_a_run_error_naming_the_path(checkpoint: Path) -> None:
+    path = _a_whole_pickled_model(checkpoint)
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    assert str(raised.value).startswith(f"{path}: not a readable checkpoint")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: load_checkpoint puts the first 200 characters of torch's UnpicklingError into the "
+    "RunError, and that text holds a newline and ANSI escape codes: `asp eval model.pt` of a torch.save'd "
+    "module prints a two-line message with raw escape sequences instead of one line",
+)
+def test_the_error_of_a_whole_pickled_model_is_one_plain_line(checkpoint: Path) -> None:
+    path = _a_whole_pickled_model(checkpoint)
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    message = str(raised.value)
+    assert "\n" not in message and "\x1b" not in message, repr(message)
+
+
+def test_model_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match=str(tmp_path / CHECKPOINT)):
+        model_from_checkpoint(tmp_path)
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+
+def test_truncate_metrics_keeps_the_iterations_before_and_drops_a_half_written_line(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    for i in range(4):
+        run.append_metrics(metrics_line(i))
+    with open(run.metrics, "a", encoding="utf-8") as f:
+        f.write(json.dumps(metrics_line(4))[:25])  # a crash in the middle of the fifth line
+    assert [m["iteration"] for m in run.read_metrics()] == [0, 1, 2, 3]
+
+    kept = run.truncate_metrics(2)
+    assert kept == [metrics_line(0), metrics_line(1)]
+    assert run.metrics.read_text() == "".join(json.dumps(metrics_line(i)) + "\n" for i in range(2))
+    run.append_metrics(metrics_line(2, resumed=True))
+    assert run.read_metrics()[-1] == metrics_line(2, resumed=True)
+
+
+def test_truncate_metrics_after_the_last_line_only_drops_the_cut_line(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.append_metrics(metrics_line(0))
+    with open(run.metrics, "a", encoding="utf-8") as f:
+        f.write('{"iteration": 1, "loss/po')
+    assert run.truncate_metrics(10) == [metrics_line(0)]
+    assert run.metrics.read_text() == json.dumps(metrics_line(0)) + "\n"
+
+
+def test_metrics_of_a_run_without_any(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    assert run.read_metrics() == []
+    assert run.truncate_metrics(0) == []
+    assert run.metrics.read_text() == ""
+
+
+# -- curves ----------------------------------------------------------------------------------
+
+
+def test_curves_png_is_written(tmp_path: Path) -> None:
+    history = [metrics_line(0), metrics_line(1, **{"eval/score": 0.6, "eval/elo_low": 10.0, "eval/elo_high": 120.0})]
+    target = plot_curves(history, tmp_path / "curves.png")
+    assert target == tmp_path / "curves.png"
+    data = target.read_bytes()
+    assert data.startswith(PNG_MAGIC) and len(data) > 1000
+    assert sorted(os.listdir(tmp_path)) == ["curves.png"]  # written atomically, no temp file left
+    # Again, over the old one, and for a history without any evaluation yet.
+    plot_curves([metrics_line(0)], target)
+    assert target.read_bytes().startswith(PNG_MAGIC) and target.read_bytes() != data

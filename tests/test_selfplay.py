@@ -1,0 +1,706 @@
+"""SelfPlay end to end, with real spawn worker pools: results, faults, deadlines, cleanup.
+
+Every test that starts processes has its own ``timeout`` mark, well above its normal run
+time. Fault tests use :func:`asp.testing.fault_play` with a tiny model; ``once=True`` with a
+``marker_dir`` makes a fault happen on the first attempt only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import psutil
+import pytest
+import torch
+from torch import nn
+
+from asp import ClosedError, ConfigError, SelfPlay, ShardFailed, ShardResult
+from asp.testing import EchoRecord, FaultConfig, fault_play
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+
+Logs = list[dict[str, Any]]
+Children = Callable[[], list[int]]
+
+TINY = ModelConfig(hidden=8, blocks=0)
+SUMMARY_KEYS = {
+    "games",
+    "plies",
+    "length_min",
+    "length_mean",
+    "length_max",
+    "results",
+    "terminations",
+    "score",
+    "illegal_attempts",
+}
+CALL_KEYS = {"workers", "shards", "retries", "respawns", "seconds", "plies_per_s"}
+
+
+def tiny() -> TinyChess:
+    return TinyChess(TINY)
+
+
+def slow(n_games: int = 4, **fields: Any) -> FaultConfig:
+    """Games of 100 heartbeats 10 ms apart: about a second each, cancellable at every ply."""
+    return FaultConfig(n_games=n_games, plies=100, delay=0.01, **fields)
+
+
+def events(logs: Logs, name: str) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == name]
+
+
+def ids(records: list[Any]) -> list[int]:
+    return [r.game_id for r in records]
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def both_slots_busy(selfplay: SelfPlay) -> Callable[[], bool]:
+    """True once both workers have reported progress on their shard."""
+    generation = selfplay._generation
+    assert generation is not None
+    return lambda: all(generation.progress[slot] > 0 for slot in range(selfplay.workers))
+
+
+def ordered_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
+    """fault_play, except that the shard of game 0 finishes only once ``marker_dir/release`` exists."""
+    records, stats = fault_play(model, opp, cfg)
+    if cfg.first_game == 0 and cfg.marker_dir:
+        release = Path(cfg.marker_dir) / "release"
+        deadline = time.monotonic() + 30
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return records, stats
+
+
+class NoCfgNet(nn.Module):
+    """A network without ``cfg`` whose constructor needs an argument: no worker can rebuild it."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = nn.Linear(width, 1)
+
+
+@dataclasses.dataclass
+class MutableNetConfig:
+    """A plain (mutable, hence unhashable) dataclass config: a common shape for a user's config."""
+
+    width: int = 4
+
+
+class MutableCfgNet(nn.Module):
+    def __init__(self, cfg: MutableNetConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.fc = nn.Linear(cfg.width, 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class NoFirstGame:
+    n_games: int = 2
+    seed: int = 0
+    model_version: int = 0
+
+
+class NotADataclass:
+    n_games = 2
+    seed = 0
+    first_game = 0
+    model_version = 0
+
+
+def _assert_same_games(got: list[Any], want: list[Any]) -> None:
+    """Same games: every field equal, log-probabilities up to float noise between batch sizes."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        g_fields, w_fields = dataclasses.asdict(g), dataclasses.asdict(w)
+        assert g_fields.pop("logprobs") == pytest.approx(w_fields.pop("logprobs"), rel=1e-4, abs=1e-6)
+        assert g_fields == w_fields
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) -> None:
+    torch.manual_seed(0)
+    model, opp = TinyChess(ModelConfig(hidden=16, blocks=0)), TinyChess(ModelConfig(hidden=16, blocks=0))
+    self_cfg = PlayConfig(n_games=6, first_game=11, seed=5, max_plies=24, model_version=3)
+    vs_cfg = dataclasses.replace(self_cfg, first_game=40, opponent_version=2)
+    async with SelfPlay(workers=2) as selfplay:
+        got_self, stats_self = await selfplay.play(model, None, self_cfg)
+        got_vs, stats_vs = await selfplay.play(model, opp, vs_cfg)
+
+    for cfg, opponent, got, stats in ((self_cfg, None, got_self, stats_self), (vs_cfg, opp, got_vs, stats_vs)):
+        want, want_stats = play_games(model, opponent, cfg)
+        # sorted by id, each id of the call exactly once
+        assert ids(got) == list(range(cfg.first_game, cfg.first_game + cfg.n_games))
+        _assert_same_games(got, want)
+        assert stats.keys() >= SUMMARY_KEYS | CALL_KEYS
+        assert {k: stats[k] for k in SUMMARY_KEYS} == {k: want_stats[k] for k in SUMMARY_KEYS}
+        assert stats["workers"] == 2
+        assert stats["shards"] == 6  # default: about four shards per worker, here one game each
+        assert (stats["retries"], stats["respawns"]) == (0, 0)
+        assert stats["seconds"] > 0
+        assert stats["plies_per_s"] == pytest.approx(stats["plies"] / stats["seconds"])
+    assert {r.opponent_version for r in got_vs} == {2} and {r.model_version for r in got_vs} == {3}
+    assert {(r.white, r.black) for r in got_vs} == {("model", "opponent"), ("opponent", "model")}
+    assert len(events(logs, "shard_done")) == 12
+    assert len(events(logs, "pool_started")) == 1
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_worker_that_dies_is_replaced_and_the_call_completes(
+    logs: Logs, children: Children, tmp_path: Path
+) -> None:
+    model = tiny()
+    async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+        assert selfplay._generation is not None
+        workers = children()
+        assert workers == selfplay._generation.pids
+        task = asyncio.create_task(selfplay.play(model, None, slow(2, first_game=100)))
+        await wait_until(both_slots_busy(selfplay))
+        victim = workers[0]
+        os.kill(victim, signal.SIGKILL)
+        records, stats = await task
+
+        assert ids(records) == [100, 101]  # complete, no duplicate
+        assert stats["respawns"] == 1
+        assert stats["retries"] == 1  # the victim's shard; the other in-flight shard reran uncounted
+        died = events(logs, "worker_died")
+        assert [(e["pid"], e["exit"]) for e in died] == [(victim, "SIGKILL")]
+        assert len(events(logs, "pool_killed")) == 1 and len(events(logs, "pool_respawning")) == 1
+        new_workers = children()
+        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+        assert {r.pid for r in records} <= set(workers) | set(new_workers)
+
+        # a worker that kills itself (once): retried on the new pool, the call completes
+        mark = len(logs)
+        crash = FaultConfig(n_games=4, fault="crash", fault_game=2, once=True, marker_dir=str(tmp_path))
+        records, stats = await selfplay.play(model, None, crash)
+        assert ids(records) == [0, 1, 2, 3]
+        assert (stats["retries"], stats["respawns"]) == (1, 1)
+        died = events(logs[mark:], "worker_died")
+        assert [(e["shard"], e["exit"]) for e in died] == [(2, "SIGKILL")]
+        assert died[0]["pid"] in new_workers
+        retried = events(logs[mark:], "shard_retried")
+        assert [e["shard"] for e in retried] == [2] and "SIGKILL" in retried[0]["reason"]
+
+        # a worker that dies between calls (the OOM killer, while the trainer trains): the next
+        # call notices the broken pool, starts a new one and loses nothing
+        mark = len(logs)
+        workers = children()
+        victim = workers[0]
+        os.kill(victim, signal.SIGKILL)
+        await wait_until(lambda: not alive(victim))
+        await asyncio.sleep(0.5)  # the executor notices the death and marks itself broken
+        records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
+        assert ids(records) == [0, 1, 2, 3]
+        assert (stats["retries"], stats["respawns"]) == (0, 1)
+        assert len(events(logs[mark:], "pool_killed")) == 1
+        new_workers = children()
+        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+        assert {r.pid for r in records} <= set(new_workers)
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
+    logs: Logs, children: Children, tmp_path: Path
+) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, stall_timeout=1.0, shard_games=1) as selfplay:
+        for fault in ("hang", "hang_in_c"):  # a Python loop, then a block inside C
+            mark = len(logs)
+            workers = children()
+            marker_dir = tmp_path / fault
+            marker_dir.mkdir()
+            cfg = FaultConfig(n_games=4, fault=fault, fault_game=1, once=True, marker_dir=str(marker_dir))
+            records, stats = await selfplay.play(tiny(), None, cfg)
+
+            assert ids(records) == [0, 1, 2, 3], fault
+            assert (stats["retries"], stats["respawns"]) == (1, 1), fault
+            stalled = events(logs[mark:], "worker_stalled")
+            assert len(stalled) == 1, fault
+            event = stalled[0]
+            assert event["shard"] == 1 and event["pid"] in workers
+            stack = event["stack"]
+            assert "asp/testing.py" in stack and "in _misbehave" in stack, stack
+            assert "in fault_play" in stack and "asp/worker.py" in stack, stack
+            assert [e["shard"] for e in events(logs[mark:], "shard_retried")] == [1]
+            assert "stalled" in events(logs[mark:], "shard_retried")[0]["reason"]
+            assert not alive(event["pid"])  # the stalled worker was killed
+            assert [e["event"] for e in logs[mark:] if e["event"] in ("pool_killed", "pool_started")] == [
+                "pool_killed",
+                "pool_started",
+            ]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback(
+    logs: Logs, children: Children
+) -> None:
+    model = tiny()
+    bad = FaultConfig(n_games=4, fault="raise", fault_game=2)
+    async with SelfPlay(workers=2, play_fn=fault_play, retries=2) as selfplay:
+        assert selfplay._generation is not None
+        workers = selfplay._generation.pids
+        with pytest.raises(ShardFailed, match="shard 2 failed after 3 attempt") as info:
+            await selfplay.play(model, None, bad)
+        assert (info.value.shard, info.value.attempts) == (2, 3)
+        assert "RuntimeError: fault_play: the injected failure" in info.value.traceback
+        assert "in _misbehave" in info.value.traceback  # the worker's traceback, not the coordinator's
+        assert [e["attempt"] for e in events(logs, "shard_retried")] == [0, 1]
+        assert [e["attempts"] for e in events(logs, "shard_failed")] == [3]
+
+        # an exception in play_fn costs no process: the same pool plays the next call
+        records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
+        assert ids(records) == [0, 1, 2, 3]
+        assert (stats["retries"], stats["respawns"]) == (0, 0)
+        assert selfplay._generation.pids == workers
+        assert not events(logs, "pool_killed")
+
+    # retries=0: one attempt; the error leaves the `async with`, which still cleans up
+    mark = len(logs)
+    with pytest.raises(ShardFailed) as info:
+        async with SelfPlay(workers=2, play_fn=fault_play, retries=0) as selfplay:
+            tmp = selfplay._tmp
+            assert tmp is not None and tmp.is_dir()
+            await selfplay.play(model, None, bad)
+    assert info.value.attempts == 1
+    assert not events(logs[mark:], "shard_retried")
+    assert not tmp.exists()
+    assert children() == []
+    assert events(logs[mark:], "selfplay_closed")
+
+
+# -- cancellation and deadlines --------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(logs: Logs, children: Children) -> None:
+    model = tiny()
+    async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+        generation = selfplay._generation
+        assert generation is not None
+        workers = children()
+
+        async def cancel_task() -> None:
+            task = asyncio.create_task(selfplay.play(model, None, slow()))
+            await wait_until(both_slots_busy(selfplay))
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        async def asyncio_timeout() -> None:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await selfplay.play(model, None, slow())
+
+        async def anyio_scope() -> None:
+            with anyio.move_on_after(0.5) as scope:
+                await selfplay.play(model, None, slow())
+            assert scope.cancelled_caught
+
+        async def timeout_option() -> None:
+            with pytest.raises(TimeoutError):
+                await selfplay.play(model, None, slow(), timeout=0.5)
+
+        for how in (cancel_task, asyncio_timeout, anyio_scope, timeout_option):
+            mark = len(logs)
+            started = time.monotonic()
+            await how()
+            # a cooperative stop: the shards see the flag at their next heartbeat (10 ms)
+            assert time.monotonic() - started < 3.0, how.__name__
+            assert len(events(logs[mark:], "shard_cancelled")) == 2, how.__name__
+            records, stats = await selfplay.play(model, None, FaultConfig(n_games=4, first_game=7))
+            assert ids(records) == [7, 8, 9, 10], how.__name__
+            assert (stats["retries"], stats["respawns"]) == (0, 0), how.__name__
+            # no process was killed or replaced
+            assert selfplay._generation is generation and children() == workers, how.__name__
+        assert not events(logs, "pool_killed")
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_cancelling_a_shard_stuck_in_c_kills_the_pool_and_the_next_call_respawns(
+    logs: Logs, children: Children
+) -> None:
+    model = tiny()
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
+        first = selfplay._generation
+        assert first is not None
+        workers = children()
+        task = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, fault="hang_in_c")))
+        await wait_until(lambda: first.slot_pids[0] != 0)  # shard 0 has started in a worker
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - started < 3.0  # cancel_grace (1 s), then a kill
+        killed = events(logs, "pool_killed")
+        assert len(killed) == 1 and "grace" in killed[0]["reason"]
+        assert not any(alive(pid) for pid in workers)
+
+        records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
+        assert ids(records) == [0, 1, 2, 3]
+        assert stats["respawns"] == 1
+        assert selfplay._generation is not None and selfplay._generation.number == 2
+        new_workers = children()
+        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+
+
+# -- stream ----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, children: Children, tmp_path: Path) -> None:
+    model = tiny()
+    async with SelfPlay(workers=2, play_fn=ordered_play, shard_games=1) as selfplay:
+        workers = children()
+        # the shard of game 0 finishes only after the test has received another shard
+        cfg = FaultConfig(n_games=6, plies=3, marker_dir=str(tmp_path))
+        results: list[ShardResult] = []
+        async with contextlib.aclosing(selfplay.stream(model, None, cfg)) as shards:
+            async for shard in shards:
+                if not results:
+                    (tmp_path / "release").touch()
+                results.append(shard)
+        assert results[0].shard != 0  # completion order, not shard order
+        assert sorted(r.shard for r in results) == list(range(6))
+        for r in results:
+            assert isinstance(r, ShardResult)
+            assert (r.first_game, r.n_games, r.attempt) == (r.shard, 1, 0)
+            assert ids(r.records) == [r.first_game]
+            assert all(isinstance(rec, EchoRecord) and rec.pid == r.pid for rec in r.records)
+            assert r.pid in workers
+            assert r.stats == {"games": 1, "plies": 3}
+            assert r.seconds >= 0
+
+        # leaving the loop early cancels the other running shard; the pool stays
+        mark = len(logs)
+        async with contextlib.aclosing(selfplay.stream(model, None, slow(6))) as shards:
+            async for shard in shards:
+                assert shard.n_games == 1
+                break
+        assert len(events(logs[mark:], "shard_cancelled")) == 1
+        records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
+        assert ids(records) == [0, 1, 2, 3] and stats["respawns"] == 0
+        assert children() == workers
+        assert not events(logs, "pool_killed")
+
+
+# -- life cycle ------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs: Logs, children: Children) -> None:
+    model = tiny()
+    cfg = FaultConfig(n_games=2)
+    unstarted = SelfPlay(workers=2, play_fn=fault_play)
+    with pytest.raises(ClosedError, match="not started"):
+        await unstarted.play(model, None, cfg)
+    with pytest.raises(ClosedError, match="not started"):
+        async for _ in unstarted.stream(model, None, cfg):
+            pass
+    assert children() == []
+
+    async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+        await selfplay.play(model, None, cfg)
+        tmp = selfplay._tmp
+        assert tmp is not None and any(tmp.iterdir())  # weights and stack files
+        assert len(children()) == 2
+    assert tmp is not None and not tmp.exists()
+    assert children() == []  # aclose returns once every worker has exited or been killed
+    with pytest.raises(ClosedError, match="closed"):
+        await selfplay.play(model, None, cfg)
+    with pytest.raises(ClosedError, match="closed"):
+        async for _ in selfplay.stream(model, None, cfg):
+            pass
+    with pytest.raises(ClosedError):
+        await selfplay.start()
+    await selfplay.aclose()  # closing twice is fine
+    assert len(events(logs, "selfplay_closed")) == 1
+
+    # cancelled while inside `async with`, in the middle of a call
+    opened: list[SelfPlay] = []
+
+    async def run() -> None:
+        async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+            opened.append(selfplay)
+            await selfplay.play(model, None, slow())
+
+    task = asyncio.create_task(run())
+    await wait_until(lambda: bool(opened) and both_slots_busy(opened[0])())
+    tmp = opened[0]._tmp
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert tmp is not None and not tmp.exists()
+    assert children() == []
+    assert len(events(logs, "selfplay_closed")) == 2
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, children: Children) -> None:
+    """A worker still busy when the SelfPlay closes (here: a stream left suspended while its other
+    shard hangs inside C) is killed after ``cancel_grace``; aclose does not return before."""
+    selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None, cancel_grace=1.0)
+    await selfplay.start()
+    workers = children()
+    shards = selfplay.stream(tiny(), None, FaultConfig(n_games=2, fault="hang_in_c", fault_game=1))
+    try:
+        first = await shards.__anext__()  # shard 0; shard 1 hangs in its worker
+        assert first.shard == 0
+        started = time.monotonic()
+        await selfplay.aclose()
+        assert time.monotonic() - started < 10.0
+        survivors = children()
+        assert survivors == [], f"aclose returned with workers alive: {survivors}"
+        killed = events(logs, "pool_killed")
+        assert [(e["reason"], e["pids"]) for e in killed] == [("close_timeout", workers)]
+    finally:
+        for pid in children():  # should there be any
+            os.kill(pid, signal.SIGKILL)
+        await shards.aclose()
+
+
+@pytest.mark.timeout(60)
+def test_workers_die_with_a_killed_coordinator(tmp_path: Path) -> None:
+    script = tmp_path / "coordinator.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            from asp import SelfPlay
+            from asp.testing import fault_play
+
+
+            async def main():
+                async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+                    print("PIDS", *selfplay._generation.pids, flush=True)
+                    await asyncio.sleep(120)
+
+
+            if __name__ == "__main__":
+                asyncio.run(main())
+            """
+        )
+    )
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=err, text=True)
+    try:
+        assert proc.stdout is not None
+        line = ""
+        for line in proc.stdout:  # structlog also prints its events to standard output
+            if line.startswith("PIDS"):
+                break
+        assert line.startswith("PIDS"), stderr.read_text()
+        workers = [int(pid) for pid in line.split()[1:]]
+        assert len(workers) == 2 and all(alive(pid) for pid in workers)
+        proc.kill()  # SIGKILL: no cleanup code runs in the coordinator
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 5.0
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in workers), "orphaned workers outlived their coordinator"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_main_module_read_from_stdin_is_refused() -> None:
+    script = textwrap.dedent(
+        """
+        import asyncio
+
+        from asp import SelfPlay
+        from asp.testing import fault_play
+
+
+        def my_play(model, opp, cfg):
+            return fault_play(model, opp, cfg)
+
+
+        async def main():
+            try:
+                async with SelfPlay(workers=1):
+                    print("STARTED")
+            except Exception as e:
+                print("START", type(e).__name__, e)
+            try:
+                SelfPlay(workers=1, play_fn=my_play)
+            except Exception as e:
+                print("PLAY_FN", type(e).__name__, e)
+
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=50, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line}
+    assert "STARTED" not in lines
+    assert lines["START"].startswith("START ConfigError") and "__main__" in lines["START"], done.stdout
+    assert lines["PLAY_FN"].startswith("PLAY_FN ConfigError") and "__main__" in lines["PLAY_FN"]
+
+
+# -- weights ---------------------------------------------------------------------------------
+
+
+def _fill(model: nn.Module, value: float) -> float:
+    """Set every parameter to ``value``; return the parameter sum as fault_play computes it."""
+    with torch.no_grad():
+        for p in model.parameters():
+            nn.init.constant_(p, value)
+        return float(sum(p.sum() for p in model.parameters()))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_every_game_is_played_with_the_weights_of_its_call(logs: Logs) -> None:
+    """Each call's games see exactly that call's weights, in every worker, every time.
+
+    A broadcast such as ``pool.map(set_weights, [path] * n_workers)`` would fail this: the
+    executor hands tasks to whichever worker is free first, so one worker can take two of the
+    broadcast tasks and another none, and the latter plays the next shards with old weights.
+    Here every shard names the publication it needs and a worker reloads when its copy differs.
+    """
+    models = [tiny(), tiny()]
+    pids: set[int] = set()
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1) as selfplay:
+        for version in range(6):
+            model = models[version % 2]  # alternate two networks, each updated in place
+            expected = _fill(model, version + 1.0)
+            cfg = FaultConfig(n_games=8, plies=5, delay=0.005, model_version=version)
+            records, stats = await selfplay.play(model, None, cfg)
+            assert ids(records) == list(range(8))
+            assert stats["shards"] == 8
+            assert [(r.model_version, r.weight_sum) for r in records] == [(version, expected)] * 8
+            pids |= {r.pid for r in records}
+        assert len(pids) == 2  # both workers played, and switched weights several times
+
+        # the same version, changed in place: the store notices, the workers reload
+        model = models[1]
+        mark = len(logs)
+        expected = _fill(model, 0.25)
+        cfg = FaultConfig(n_games=8, plies=5, delay=0.005, model_version=5)
+        for _ in range(2):
+            records, _ = await selfplay.play(model, None, cfg)
+            assert [(r.model_version, r.weight_sum) for r in records] == [(5, expected)] * 8
+        # ... and an unchanged model is written once for both calls
+        assert len(events(logs[mark:], "weights_published")) == 1
+    assert len(events(logs, "weights_published")) == 7
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_a_model_with_a_mutable_dataclass_cfg_can_be_played(logs: Logs) -> None:
+    model = MutableCfgNet(MutableNetConfig(width=4))
+    async with SelfPlay(workers=1, play_fn=fault_play, retries=0) as selfplay:
+        records, _ = await selfplay.play(model, None, FaultConfig(n_games=2))
+    assert ids(records) == [0, 1]
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("workers", 0),
+        ("workers", 2.0),
+        ("threads_per_worker", 0),
+        ("retries", -1),
+        ("retries", 101),
+        ("stall_timeout", 0),
+        ("stall_timeout", float("inf")),
+        ("shard_games", 0),
+        ("cancel_grace", -1.0),
+        ("start_timeout", 0),
+    ],
+)
+def test_bad_options_raise_config_error_naming_the_option(option: str, value: object, children: Children) -> None:
+    with pytest.raises(ConfigError, match=option):
+        SelfPlay(**{option: value})
+    assert children() == []  # refused before any process starts
+
+
+def _local_play(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+    return fault_play(model, opp, cfg)
+
+
+def test_a_play_fn_workers_cannot_import_is_refused() -> None:
+    def closure(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+        return fault_play(model, opp, cfg)
+
+    with pytest.raises(ConfigError, match="module level.*closure"):
+        SelfPlay(play_fn=closure)
+    with pytest.raises(ConfigError, match="module level.*lambda"):
+        SelfPlay(play_fn=lambda model, opp, cfg: fault_play(model, opp, cfg))
+    SelfPlay(play_fn=_local_play)  # module level: fine
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_bad_call_arguments_raise_config_error_and_keep_the_selfplay_usable(logs: Logs) -> None:
+    class LocalNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2, 1)
+
+    async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
+        with pytest.raises(ConfigError, match="cfg"):
+            await selfplay.play(NoCfgNet(3), None, FaultConfig(n_games=2))
+        with pytest.raises(ConfigError, match="opponent.*cfg"):
+            await selfplay.play(tiny(), NoCfgNet(3), FaultConfig(n_games=2))
+        with pytest.raises(ConfigError, match="module level"):
+            await selfplay.play(LocalNet(), None, FaultConfig(n_games=2))
+        with pytest.raises(ConfigError, match="dataclass"):
+            await selfplay.play(tiny(), None, NotADataclass())
+        with pytest.raises(ConfigError, match="first_game"):
+            await selfplay.play(tiny(), None, NoFirstGame())
+        assert not events(logs, "weights_published") and not events(logs, "shard_dispatched")
+
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=2))
+        assert ids(records) == [0, 1] and stats["respawns"] == 0
