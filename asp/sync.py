@@ -22,6 +22,7 @@ from typing import Any
 
 from torch import nn
 
+from asp.errors import ClosedError
 from asp.selfplay import PlayFn, SelfPlay
 
 __all__ = ["SyncSelfPlay", "play_games_parallel"]
@@ -31,6 +32,7 @@ class SyncSelfPlay:
     """A long-lived :class:`~asp.SelfPlay` for synchronous code; takes the same options."""
 
     def __init__(self, **options: Any) -> None:
+        self._closed = False
         self._runner = asyncio.Runner()
         self._selfplay = SelfPlay(**options)
         try:
@@ -47,10 +49,15 @@ class SyncSelfPlay:
         self, model: nn.Module, opp: nn.Module | None, cfg: Any, *, timeout: float | None = None
     ) -> tuple[list[Any], dict[str, Any]]:
         """Same as :meth:`asp.SelfPlay.play`, blocking."""
+        if self._closed:
+            raise ClosedError("SyncSelfPlay.play: this SyncSelfPlay is closed")
         return self._runner.run(self._selfplay.play(model, opp, cfg, timeout=timeout))
 
     def close(self) -> None:
         """Stop the workers and the event loop. Safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
         try:
             self._runner.run(self._selfplay.aclose())
         finally:

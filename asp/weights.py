@@ -73,42 +73,43 @@ def load_state_dict(ref: WeightRef) -> dict[str, torch.Tensor]:
     return state
 
 
-def _fingerprint(model: nn.Module) -> tuple[tuple[int, int], ...]:
-    # Every in-place update (an optimizer step, load_state_dict, copy_) bumps a tensor's
-    # version counter, shared with the detached tensors of state_dict(): equal fingerprints
-    # mean the same storage with the same contents.
-    return tuple((t.data_ptr(), t._version) for t in model.state_dict().values())
+def _same_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in a
+    )
 
 
 class WeightStore:
     """Publishes networks' weights into ``directory``, once per (role, weights) change.
 
-    ``publish`` returns the previous :class:`WeightRef` when the module, its tensors and the
-    version are unchanged, so a loop that plays many calls with one set of weights writes it
-    once. Files of older publications are removed as newer ones replace them.
+    ``publish`` returns the previous :class:`WeightRef` when the module, the version and every
+    tensor's contents are unchanged (compared against a copy of the last publication: exact,
+    whatever way the weights were changed), so a loop that plays many calls with one set of
+    weights writes it once. Files of older publications are removed as newer ones replace them.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._count = 0
-        self._last: dict[str, tuple[tuple[Any, ...], WeightRef]] = {}
+        self._last: dict[str, tuple[tuple[int, int], WeightRef, dict[str, torch.Tensor]]] = {}
 
     def publish(self, role: str, model: nn.Module, *, version: int) -> WeightRef:
         """Make ``model``'s current weights available to workers as ``role`` at ``version``."""
-        key = (id(model), version, _fingerprint(model))
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         last = self._last.get(role)
-        if last is not None and last[0] == key:
+        if last is not None and last[0] == (id(model), version) and _same_tensors(last[2], state):
             return last[1]
         started = time.perf_counter()
         self._count += 1
         path = self.directory / f"{role}-v{version}-{self._count}.pt"
-        save_atomic(model.state_dict(), path)
+        save_atomic(state, path)
         ref = WeightRef(str(path), version, self._count, type(model), getattr(model, "cfg", None))
         if last is not None:
             # Safe: a worker holding the old file open keeps reading it; new shards name the new one.
             Path(last[1].path).unlink(missing_ok=True)
-        self._last[role] = (key, ref)
+        # A private copy: the caller's tensors may change in place under any name (.data too).
+        self._last[role] = ((id(model), version), ref, {k: v.clone() for k, v in state.items()})
         log.info(
             "weights_published",
             role=role,

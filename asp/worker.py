@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import os
+import pickle
 import signal
 import threading
 import time
@@ -37,7 +38,7 @@ _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NU
 
 # Per process: the networks built so far, keyed by (role, class, cfg), with the publication
 # each one holds (-1: none yet). Model and opponent never share an instance.
-_nets: dict[tuple[str, type[nn.Module], Any], tuple[int, nn.Module]] = {}
+_nets: dict[tuple[str, type[nn.Module], bytes], tuple[int, nn.Module]] = {}
 _stack_file: Any = None
 
 
@@ -106,12 +107,17 @@ def initialize(
     faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
     progress.attach(progress_counters, cancel_flags, slot_pids)
     if warm is not None:
-        _nets[("model", *warm)] = (-1, _build(*warm))
+        _nets[("model", warm[0], _cfg_key(warm[1]))] = (-1, _build(*warm))
 
 
 def ping() -> int:
     """A no-op task: returns the worker's pid (used to start every worker of a pool)."""
     return os.getpid()
+
+
+def _cfg_key(cfg: Any) -> bytes:
+    # A model's cfg need not be hashable (a plain dataclass is not); its pickle is.
+    return pickle.dumps(cfg)
 
 
 def _build(model_class: type[nn.Module], model_cfg: Any) -> nn.Module:
@@ -122,7 +128,7 @@ def _build(model_class: type[nn.Module], model_cfg: Any) -> nn.Module:
 
 def _network(role: str, ref: WeightRef) -> nn.Module:
     """The network for ``role`` holding exactly the weights of publication ``ref``."""
-    key = (role, ref.model_class, ref.model_cfg)
+    key = (role, ref.model_class, _cfg_key(ref.model_cfg))
     publication, net = _nets.get(key) or (-1, None)
     if net is None:
         net = _build(ref.model_class, ref.model_cfg)
