@@ -181,10 +181,17 @@ def _train(args: argparse.Namespace) -> int:
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
     resume_hint = f"asp train --resume {run.path}"
 
+    stopped_by: list[int] = []
+
     async def session() -> list[dict[str, Any]]:
         task = asyncio.current_task()
         assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+
+        def on_sigterm() -> None:
+            stopped_by.append(signal.SIGTERM)
+            task.cancel()
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
         return await train_session(
             run,
             cfg,
@@ -204,7 +211,7 @@ def _train(args: argparse.Namespace) -> int:
             f"iteration(s); resume with: {resume_hint}",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
+        return 128 + signal.SIGTERM if stopped_by else EXIT_INTERRUPTED
     final = history[-1] if history else {}
     score = final.get("eval/score")
     print(

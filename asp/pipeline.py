@@ -76,8 +76,9 @@ class IterationReport:
     wall_seconds: float
     """Wall time of the iteration, from the end of the previous report to the end of training."""
     next_play_weights: nn.Module | None = None
-    """The weights (a snapshot) playing the next iteration now, when overlapped; a checkpoint
-    that keeps them lets a resumed run replay that iteration exactly."""
+    """Overlapped runs: a snapshot of the weights that play the next iteration (also after the
+    last iteration, for a run extended later); a checkpoint that keeps them lets a resumed run
+    replay that iteration exactly. None when sequential."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for the caller (evaluation results, paths of artefacts)."""
 
@@ -141,7 +142,7 @@ class Pipeline:
         return records, _summarise(self.selfplay, records)
 
     def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
-        # A snapshot: training may change the model's tensors while these games are played.
+        # Always a copy: training may change the model's tensors while these games are played.
         snapshot = copy.deepcopy(weights)
         task = asyncio.create_task(self._play(iteration, version, snapshot), name=f"asp-play-{iteration}")
         play = _Play(task, version, snapshot)
@@ -176,8 +177,13 @@ class Pipeline:
                 records, play_stats = await play.task
                 done = play
                 play = None
-                if self.overlap and iteration + 1 < end:
-                    play = self._start_play(iteration + 1, version, self.model)
+                snapshot = None
+                if self.overlap:
+                    # The weights that play (or, after the last iteration, would play) the next
+                    # iteration: a run extended later replays it with exactly these.
+                    snapshot = copy.deepcopy(self.model)
+                    if iteration + 1 < end:
+                        play = self._start_play(iteration + 1, version, snapshot)
                 train_started = time.perf_counter()
                 metrics = await asyncio.to_thread(self.train, records)
                 train_ended = time.perf_counter()
@@ -198,7 +204,7 @@ class Pipeline:
                     train_seconds=train_ended - train_started,
                     overlap_seconds=overlap,
                     wall_seconds=train_ended - boundary,
-                    next_play_weights=play.weights if play is not None else None,
+                    next_play_weights=snapshot,
                 )
                 version += 1
                 log.info("iteration_done", iteration=iteration, version_played=done.version,

@@ -94,6 +94,9 @@ def initialize(
 ) -> None:
     """Initializer of every worker process (runs once per process, before any shard)."""
     global _stack_file
+    # Ctrl-C in a terminal reaches the whole process group: the coordinator handles it (it
+    # cancels and then stops the workers), so workers ignore it instead of printing tracebacks.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(fmt=log_settings[0], level=log_settings[1])
     _die_with_parent(parent_pid)
     for name in _THREAD_ENV:

@@ -220,15 +220,6 @@ def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
     assert overlapped.first_checkpoint["play_weights"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: an overlapped run of N iterations extended with --resume --iterations M differs from an "
-    "uninterrupted M-iteration run. Uninterrupted, iteration N is played by the version N-1 snapshot "
-    "(staleness 1); after --iterations N the checkpoint holds play_weights=None (the last iteration starts "
-    "no next play), so the resumed run plays iteration N with version N (staleness 0): other games, "
-    "other gradients, other weights",
-)
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
 def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run(overlapped: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(overlapped)

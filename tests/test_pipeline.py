@@ -132,8 +132,8 @@ async def test_overlapped_iterations_are_one_version_stale_after_the_first(chess
         assert r.play_seconds > 0 and r.train_seconds >= 0 and r.overlap_seconds >= 0
         assert r.wall_seconds >= r.train_seconds
     assert train.calls == [list(range(N * i, N * (i + 1))) for i in range(3)]
-    # The snapshot playing the next iteration, except after the last one.
-    assert [r.next_play_weights is not None for r in reports] == [True, True, False]
+    # The snapshot of the next iteration's weights, after the last one too (a run extended later).
+    assert [r.next_play_weights is not None for r in reports] == [True, True, True]
 
     # on_shard: per iteration, games done rise to n_games, out of n_games.
     for iteration in range(3):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,17 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ConfigError(f"RunConfig.{name} must be an int in {low}..{high}, got {value!r}")
-        # The play settings are validated by PlayConfig itself.
-        self.play_cfg(0, 0)
-        self.eval_cfg(0)
+        # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
+        for make, names in (
+            (lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"}),
+            (lambda: self.eval_cfg(0), {"batch_size": "play_batch", "n_games": "eval_games",
+                                        "temperature": "eval_temperature"}),
+        ):  # fmt: skip
+            try:
+                make()
+            except ConfigError as e:
+                message = re.sub(r"PlayConfig\.(\w+)", lambda m, n=names: f"RunConfig.{n.get(m[1], m[1])}", str(e))
+                raise ConfigError(message) from None
 
     def play_cfg(self, iteration: int, version: int) -> PlayConfig:
         """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
@@ -132,7 +141,8 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated zip, foreign pickle...: all mean "not a usable checkpoint"
-        raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {str(e)[:200]})") from None
+        first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0][:200] if str(e) else ""
+        raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_line})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise RunError(f"{path}: not an asp TinyChess run checkpoint")
     if data.get("format_version") != FORMAT_VERSION:
@@ -196,8 +206,8 @@ class RunDir:
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
         try:
             return RunConfig.from_dict(json.loads(config.read_text()))
-        except (ValueError, TypeError) as e:
-            raise RunError(f"{config}: not a run config ({e})") from None
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise RunError(f"{config}: not a run config ({type(e).__name__}: {e})") from None
 
     def save(
         self,

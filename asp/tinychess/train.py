@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -90,7 +91,7 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not ilow <= value <= ihigh:
                 raise ConfigError(f"TrainConfig.{name} must be an int in {ilow}..{ihigh}, got {value!r}")
-        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+        if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
 
