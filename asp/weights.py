@@ -28,7 +28,9 @@ import structlog
 import torch
 from torch import nn
 
-__all__ = ["WeightRef", "WeightStore", "load_state_dict", "save_atomic"]
+from asp.atomic import save_atomic
+
+__all__ = ["WeightRef", "WeightStore", "load_state_dict"]
 
 log = structlog.get_logger("asp.weights")
 
@@ -51,20 +53,6 @@ class WeightRef:
 
     model_cfg: Any
     """The network's ``.cfg`` (``model_class(model_cfg)`` rebuilds it), or None (no-arg class)."""
-
-
-def save_atomic(obj: object, path: str | os.PathLike[str]) -> None:
-    """``torch.save`` to a temporary name beside ``path``, fsync, then rename into place."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def load_state_dict(ref: WeightRef) -> dict[str, torch.Tensor]:

@@ -11,8 +11,9 @@ import pytest
 import torch
 from torch import nn
 
+from asp.atomic import save_atomic
 from asp.tinychess import ModelConfig, TinyChess
-from asp.weights import WeightRef, WeightStore, load_state_dict, save_atomic
+from asp.weights import WeightRef, WeightStore, load_state_dict
 
 _loaded_payloads: list[str] = []
 

@@ -125,7 +125,8 @@ def _check_opening(fen: object) -> None:
         raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is a finished game")
 
 
-def _placement_key(board: chess.Board) -> tuple[int, ...]:
+def placement_key(board: chess.Board) -> tuple[int, ...]:
+    """Piece placement and side to move: what the repetition feature counts."""
     # Coarser than python-chess's repetition key (no castling, no en passant), so its count
     # is an upper bound: cheap to keep, and exact enough to decide when to ask python-chess.
     return (
@@ -134,7 +135,8 @@ def _placement_key(board: chess.Board) -> tuple[int, ...]:
     )  # fmt: skip
 
 
-def _material(board: chess.Board, color: chess.Color) -> int:
+def material(board: chess.Board, color: chess.Color) -> int:
+    """``color``'s material: pawn 1, knight 3, bishop 3, rook 5, queen 9."""
     own = board.occupied_co[color]
     return sum(value * (board.pieces_mask(piece, color) & own).bit_count() for piece, value in _MATERIAL)
 
@@ -155,7 +157,7 @@ class _Game:
         self.moves: list[str] = []
         self.logprobs: list[float] = []
         self.illegal = 0
-        self.seen: Counter[tuple[int, ...]] = Counter([_placement_key(self.board)])
+        self.seen: Counter[tuple[int, ...]] = Counter([placement_key(self.board)])
         self.legal: list[chess.Move] = []
         self.legal_idx: list[int] = []
 
@@ -163,7 +165,7 @@ class _Game:
         return self.self_play or (self.board.turn == chess.WHITE) == self.model_white
 
     def repetitions(self) -> int:
-        return self.seen[_placement_key(self.board)] - 1
+        return self.seen[placement_key(self.board)] - 1
 
     def prepare(self, cfg: PlayConfig) -> tuple[str, str] | None:
         """Generate the legal moves; return ``(result, termination)`` if the game is over."""
@@ -180,7 +182,7 @@ class _Game:
         if self.repetitions() >= 4 and board.is_fivefold_repetition():
             return "1/2-1/2", "fivefold_repetition"
         if len(self.moves) >= cfg.max_plies:
-            lead = _material(board, chess.WHITE) - _material(board, chess.BLACK)
+            lead = material(board, chess.WHITE) - material(board, chess.BLACK)
             if lead >= cfg.adjudication_margin:
                 return "1-0", "max_plies"
             if -lead >= cfg.adjudication_margin:
@@ -192,7 +194,7 @@ class _Game:
         self.board.push(move)
         self.moves.append(move.uci())
         self.logprobs.append(logprob)
-        self.seen[_placement_key(self.board)] += 1
+        self.seen[placement_key(self.board)] += 1
 
     def record(self, result: str, termination: str, cfg: PlayConfig, against_opponent: bool) -> GameRecord:
         white, black = MODEL, MODEL

@@ -19,6 +19,8 @@ from typing import Any
 import chess
 import chess.pgn
 
+from asp.atomic import write_text_atomic
+
 __all__ = ["MODEL", "OPPONENT", "GameRecord", "summarise", "to_pgn", "write_pgn"]
 
 MODEL = "model"
@@ -140,16 +142,7 @@ def to_pgn(record: GameRecord, *, event: str = "asp self-play") -> str:
 def write_pgn(records: Iterable[GameRecord], path: str | os.PathLike[str]) -> Path:
     """Write ``records`` to ``path`` as one PGN file, atomically (temp file + rename)."""
     target = Path(path)
-    text = "\n".join(to_pgn(r) for r in records)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(target, "\n".join(to_pgn(r) for r in records))
     return target
 
 

@@ -21,17 +21,18 @@ import dataclasses
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from asp.atomic import save_atomic, write_text_atomic
 from asp.errors import AspError, ConfigError
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.play import PlayConfig
 from asp.tinychess.train import TrainConfig, Trainer
-from asp.weights import save_atomic
 
 __all__ = ["CHECKPOINT", "RunConfig", "RunDir", "RunError", "load_checkpoint", "model_from_checkpoint"]
 
@@ -85,16 +86,22 @@ class RunConfig:
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise ConfigError(f"RunConfig.{name} must be an int in {low}..{high}, got {value!r}")
         # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
-        for make, names in (
-            (lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"}),
-            (lambda: self.eval_cfg(0), {"batch_size": "play_batch", "n_games": "eval_games",
-                                        "temperature": "eval_temperature"}),
-        ):  # fmt: skip
-            try:
-                make()
-            except ConfigError as e:
-                message = re.sub(r"PlayConfig\.(\w+)", lambda m, n=names: f"RunConfig.{n.get(m[1], m[1])}", str(e))
-                raise ConfigError(message) from None
+        self._named(lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"})
+        self._named(
+            lambda: self.eval_cfg(0),
+            {"batch_size": "play_batch", "n_games": "eval_games", "temperature": "eval_temperature"},
+        )
+
+    @staticmethod
+    def _named(make: Callable[[], PlayConfig], names: dict[str, str]) -> None:
+        try:
+            make()
+        except ConfigError as e:
+
+            def rename(m: re.Match[str]) -> str:
+                return f"RunConfig.{names.get(m[1], m[1])}"
+
+            raise ConfigError(re.sub(r"PlayConfig\.(\w+)", rename, str(e))) from None
 
     def play_cfg(self, iteration: int, version: int) -> PlayConfig:
         """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
@@ -195,7 +202,7 @@ class RunDir:
                 f"{self.path}: already holds a run; resume it with --resume {self.path} or pick another --run-dir"
             )
         (self.path / "games").mkdir(parents=True, exist_ok=True)
-        _write_text_atomic(self.path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
+        write_text_atomic(self.path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
 
     def stored_config(self) -> RunConfig:
         """The config the run was started with (from its checkpoint, else config.json)."""
@@ -254,17 +261,5 @@ class RunDir:
     def truncate_metrics(self, next_iteration: int) -> list[dict[str, Any]]:
         """Keep the lines of iterations before ``next_iteration`` (those the checkpoint holds)."""
         kept = [m for m in self.read_metrics() if m.get("iteration", -1) < next_iteration]
-        _write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
+        write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
         return kept
-
-
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -4,10 +4,11 @@ The algorithm, read top to bottom in :meth:`Trainer.train`:
 
 1. Every ply a model played becomes a sample: the board (encoded as in play), the move's
    policy index, the legal moves, the log-probability the move had when it was played
-   (``GameRecord.logprobs``) and the game's outcome from the mover's side, z in {-1, 0, 1}
-   (games cut at ``max_plies`` count as adjudicated by material).
-2. The value head learns z by mean squared error.
-3. The policy learns from the advantage A = z - V(s) (V detached) with PPO's clipped
+   (``GameRecord.logprobs``) and its return G = z + material_weight * M: z in {-1, 0, 1} is
+   the game's outcome from the mover's side (games cut at ``max_plies`` count as adjudicated
+   by material) and M the discounted material the mover's side won from this ply on.
+2. The value head learns G (clipped to [-1, 1]) by mean squared error.
+3. The policy learns from the advantage A = G - V(s) (V detached) with PPO's clipped
    objective: with r = pi_new(a|s) / pi_old(a|s), the loss is -min(r A, clip(r, 1-eps, 1+eps) A).
    pi is the softmax over the *legal* moves, as in play. For games played by older weights
    (a pipelined run plays iteration k+1 while training on k) r corrects for the lag, and the
@@ -41,6 +42,7 @@ from torch import nn
 from asp.errors import ConfigError
 from asp.tinychess.features import encode_boards
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.play import material, placement_key
 from asp.tinychess.records import MODEL, GameRecord
 
 __all__ = ["Samples", "TrainConfig", "Trainer", "make_samples", "pick_device"]
@@ -72,6 +74,11 @@ class TrainConfig:
     """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
     seed: int = 0
     """Seed of the minibatch shuffling (0 to 2**63 - 1)."""
+    material_weight: float = 0.05
+    """Reward per pawn of material won from a ply on (0 to 1): shaping that gives credit to the
+    moves that win or lose material, on top of the game's outcome (see :func:`make_samples`)."""
+    gamma: float = 0.95
+    """Per-ply discount of the material reward (0 to 1): how far ahead a move gets credit."""
 
     def __post_init__(self) -> None:
         for name, low, high, open_low in (
@@ -81,6 +88,8 @@ class TrainConfig:
             ("value_coef", 0.0, 100.0, False),
             ("entropy_coef", 0.0, 10.0, False),
             ("max_grad_norm", 0.0, 1000.0, True),
+            ("material_weight", 0.0, 1.0, False),
+            ("gamma", 0.0, 1.0, False),
         ):
             value = getattr(self, name)
             ok = isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
@@ -114,6 +123,8 @@ class Samples:
     """(N,) log-probability the move had when it was played."""
     z: torch.Tensor
     """(N,) outcome from the mover's side: 1 win, 0 draw, -1 loss."""
+    material: torch.Tensor
+    """(N,) discounted material won from this ply to the end, in pawns, from the mover's side."""
     legal: list[list[int]]
     """Per sample, the policy indices of the legal moves."""
 
@@ -121,37 +132,56 @@ class Samples:
         return len(self.legal)
 
 
-def _placement_key(board: chess.Board) -> tuple[int, ...]:
-    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-            board.occupied_co[chess.WHITE], board.turn)  # fmt: skip
+def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Samples:
+    """Replay ``records`` and turn every ply the model played into a sample.
 
-
-def make_samples(records: Sequence[GameRecord]) -> Samples:
-    """Replay ``records`` and turn every ply the model played into a sample."""
+    Besides the outcome ``z``, each sample gets ``material``: the material balance's change
+    over the rest of the game, sum over k >= t of gamma**(k - t) * (m[k+1] - m[k]), where m is
+    the mover's material minus the opponent's (pawn 1, knight 3, bishop 3, rook 5, queen 9).
+    With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
+    the very criterion of adjudication at the ply cap.
+    """
     boards: list[chess.Board] = []
     repetitions: list[int] = []
     actions: list[int] = []
     old_logp: list[float] = []
     z: list[float] = []
     legal: list[list[int]] = []
+    gains: list[float] = []
     for record in records:
         board = chess.Board(record.start_fen)
-        seen = Counter([_placement_key(board)])
+        seen = Counter([placement_key(board)])
         white_z = _Z[record.result]
-        for uci, logp in zip(record.moves, record.logprobs, strict=True):
+        balance = [
+            material(board, chess.WHITE) - material(board, chess.BLACK)
+        ]  # white minus black, before each ply and after the last
+        model_plies: list[tuple[int, bool]] = []
+        for ply, (uci, logp) in enumerate(zip(record.moves, record.logprobs, strict=True)):
             mover = record.white if board.turn == chess.WHITE else record.black
             move = chess.Move.from_uci(uci)
             if mover == MODEL:
                 boards.append(board.copy(stack=False))
-                repetitions.append(seen[_placement_key(board)] - 1)
+                repetitions.append(seen[placement_key(board)] - 1)
                 actions.append(move_index(move, board.turn))
                 old_logp.append(logp)
                 z.append(white_z if board.turn == chess.WHITE else -white_z)
                 legal.append(legal_move_indices(board)[1])
+                model_plies.append((ply, board.turn == chess.WHITE))
             board.push(move)
-            seen[_placement_key(board)] += 1
+            seen[placement_key(board)] += 1
+            balance.append(_lead(board))
+        gain = [0.0] * len(balance)  # gain[t]: discounted change of White's lead from ply t on
+        for t in range(len(balance) - 2, -1, -1):
+            gain[t] = balance[t + 1] - balance[t] + gamma * gain[t + 1]
+        gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
-    return Samples(features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), legal)
+    return Samples(
+        features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal
+    )
+
+
+def _lead(board: chess.Board) -> int:
+    return material(board, chess.WHITE) - material(board, chess.BLACK)
 
 
 class Trainer:
@@ -168,7 +198,7 @@ class Trainer:
     def train(self, records: Sequence[GameRecord]) -> dict[str, Any]:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
-        samples = make_samples(records)
+        samples = make_samples(records, gamma=self.cfg.gamma)
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
@@ -196,7 +226,8 @@ class Trainer:
         features = samples.features[index].to(device)
         actions = samples.actions[index].to(device)
         old_logp = samples.old_logp[index].to(device)
-        z = samples.z[index].to(device)
+        # The return: the outcome plus the material this move and what followed won.
+        ret = (samples.z[index] + self.cfg.material_weight * samples.material[index]).to(device)
         mask_rows = torch.repeat_interleave(
             torch.arange(len(rows)), torch.tensor([len(samples.legal[r]) for r in rows])
         )
@@ -209,11 +240,11 @@ class Trainer:
         logits = logits.float().masked_fill(~mask, -math.inf)
         logp_all = torch.log_softmax(logits, dim=1)
         logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
-        advantage = z - value.detach().float()
+        advantage = ret - value.detach().float()
         ratio = torch.exp(logp - old_logp)
         clipped = torch.clamp(ratio, 1 - self.cfg.clip, 1 + self.cfg.clip)
         policy_loss = -torch.min(ratio * advantage, clipped * advantage).mean()
-        value_loss = torch.mean((value.float() - z) ** 2)
+        value_loss = torch.mean((value.float() - ret.clamp(-1.0, 1.0)) ** 2)
         p_all = logp_all.exp()
         entropy = -(p_all * logp_all.masked_fill(~mask, 0.0)).sum(dim=1).mean()
         loss = policy_loss + self.cfg.value_coef * value_loss - self.cfg.entropy_coef * entropy
