@@ -212,6 +212,17 @@ def test_a_game_from_a_position_with_black_to_move_counts_black_as_the_first_mov
     assert len(make_samples([record(["d8h4"], "0-1", start=MATE_IN_ONE, black=OPPONENT)])) == 0
 
 
+def test_material_gain_credits_the_capture_and_its_discounted_lead_up() -> None:
+    # 1. e4 d5 2. exd5 Qxd5: White wins a pawn at ply 2, Black wins it back at ply 3.
+    samples = make_samples([record(["e2e4", "d7d5", "e4d5", "d8d5"], "1/2-1/2")], gamma=0.5)
+    # White's lead after each ply: 0, 0, +1, 0. White's discounted gain from ply t on:
+    # g3 = -1, g2 = 1 + 0.5 * g3 = 0.5, g1 = 0.5 * g2 = 0.25, g0 = 0.5 * g1 = 0.125;
+    # each sample sees it from its mover's side (Black: the negation).
+    assert samples.material.tolist() == pytest.approx([0.125, -0.25, 0.5, 1.0])
+    undiscounted = make_samples([record(["e2e4", "d7d5", "e4d5"], "1/2-1/2")], gamma=1.0)
+    assert undiscounted.material.tolist() == [1.0, -1.0, 1.0]  # the final lead, seen from each mover
+
+
 def test_a_draw_is_zero_for_both_sides() -> None:
     samples = make_samples([record(["e2e4", "e7e5", "g1f3"], "1/2-1/2")])
     assert samples.z.tolist() == [0.0, 0.0, 0.0]
