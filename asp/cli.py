@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train TinyChess by pipelined self-play (the main job)")
-    train.add_argument("--iterations", type=int, help="iterations to train (default 24)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 40)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")
@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="score a checkpoint against a uniformly random mover")
     ev.add_argument("checkpoint", help="checkpoint file or run directory")
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
-    ev.add_argument("--temperature", type=float, default=0.25, help="the model's sampling temperature")
+    ev.add_argument("--temperature", type=float, default=0.1, help="the model's sampling temperature (0: greedy)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games")
     ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     ev.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
@@ -117,6 +117,7 @@ def _eval(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_plies=args.max_plies,
         temperature=args.temperature,
+        opponent_temperature=1.0,
         model_version=state["version"],
     )
     records, stats = play_games_parallel(model, RandomMover(), cfg, workers=args.workers)

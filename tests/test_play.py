@@ -556,3 +556,18 @@ def test_training_flag_is_restored_when_play_fails() -> None:
     with pytest.raises(RuntimeError, match="broken network"):
         play_games(broken, None, PlayConfig(n_games=2, max_plies=6))
     assert broken.training
+
+
+def test_a_greedy_model_against_a_random_mover_with_its_own_temperature() -> None:
+    from asp.tinychess.opponents import RandomMover
+
+    torch.manual_seed(0)
+    model = TinyChess(ModelConfig(hidden=16, blocks=0))
+    cfg = PlayConfig(n_games=6, max_plies=12, temperature=0, opponent_temperature=1.0)
+    records, _ = play_games(model, RandomMover(), cfg)
+    model_logps = [lp for r in records for i, lp in enumerate(r.logprobs) if (i % 2 == 0) == (r.white == "model")]
+    assert set(model_logps) == {0.0}  # the model played greedily
+    # The random mover sampled: the model's (deterministic) games diverge.
+    assert len({tuple(r.moves) for r in records if r.white == "model"}) > 1
+    with pytest.raises(ConfigError, match="opponent_temperature"):
+        PlayConfig(opponent_temperature=-1.0)

@@ -66,6 +66,10 @@ class PlayConfig:
     temperature: float = 1.0
     """Softmax temperature of move sampling: 0.01 to 100, or 0 to play the most likely move."""
 
+    opponent_temperature: float | None = None
+    """The opponent's temperature, if not ``temperature`` (same range). A uniformly random
+    opponent (``RandomMover``) needs one above 0: at 0 it would always play its first move."""
+
     batch_size: int = 64
     """Games played concurrently, and so boards per network call (1 to 4096)."""
 
@@ -99,10 +103,13 @@ class PlayConfig:
             ("adjudication_margin", 1, 39),
         ):
             _check_int("PlayConfig", name, getattr(self, name), low, high)
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
-            # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
-            raise ConfigError(f"PlayConfig.temperature must be 0 (greedy) or a number in 0.01..100, got {t!r}")
+        for name in ("temperature", "opponent_temperature"):
+            t = getattr(self, name)
+            if t is None and name == "opponent_temperature":
+                continue
+            if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
+                # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
+                raise ConfigError(f"PlayConfig.{name} must be 0 (greedy) or a number in 0.01..100, got {t!r}")
         if not isinstance(self.mask_illegal, bool):
             raise ConfigError(f"PlayConfig.mask_illegal must be True or False, got {self.mask_illegal!r}")
         if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
@@ -215,9 +222,8 @@ class _Game:
         )
 
 
-def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig) -> None:
-    """Sample a move for each game from its row of ``logits`` and push it."""
-    temperature = cfg.temperature
+def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig, temperature: float) -> None:
+    """Sample a move for each game from its row of ``logits`` at ``temperature`` and push it."""
     if temperature > 0:
         logits = logits / temperature
     counts = [len(g.legal_idx) for g in games]
@@ -316,13 +322,15 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 features = encode_boards([g.board for g in slots], [g.repetitions() for g in slots])
                 # Split before any move is pushed: a push changes whose turn it is.
                 model_rows = [i for i, g in enumerate(slots) if g.model_to_move()]
-                groups = [(model, model_rows)]
+                groups = [(model, model_rows, cfg.temperature)]
                 if opp is not None:
-                    groups.append((opp, [i for i, g in enumerate(slots) if not g.model_to_move()]))
-                for net, rows in groups:
+                    opp_rows = [i for i, g in enumerate(slots) if not g.model_to_move()]
+                    opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
+                    groups.append((opp, opp_rows, opp_temperature))
+                for net, rows, temperature in groups:
                     if rows:
                         logits, _ = net(features[rows])
-                        _choose_moves([slots[i] for i in rows], logits.float(), cfg)
+                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature)
     finally:
         for module, training in was_training.items():
             module.training = training

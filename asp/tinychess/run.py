@@ -49,7 +49,7 @@ class RunError(AspError):
 class RunConfig:
     """Everything that defines a TinyChess training run. Invalid values raise ConfigError."""
 
-    iterations: int = 24
+    iterations: int = 40
     """Iterations to train (1 to 100000)."""
     games: int = 160
     """Self-play games per iteration (1 to 10**6)."""
@@ -67,8 +67,8 @@ class RunConfig:
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 200
     """Games of each evaluation (1 to 10**6)."""
-    eval_temperature: float = 0.25
-    """Sampling temperature of the model in evaluation games."""
+    eval_temperature: float = 0.1
+    """Sampling temperature of the model in evaluation games (the random mover samples at 1)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The network."""
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -122,6 +122,7 @@ class RunConfig:
             seed=10**9 + self.seed,
             max_plies=self.max_plies,
             temperature=self.eval_temperature,
+            opponent_temperature=1.0,
             batch_size=self.play_batch,
             model_version=version,
         )

@@ -54,8 +54,8 @@ _Z = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}
 class TrainConfig:
     """Hyper-parameters of :class:`Trainer`. Invalid values raise ConfigError."""
 
-    lr: float = 1e-3
-    """Adam learning rate (0 < lr <= 1)."""
+    lr: float = 2e-3
+    """AdamW learning rate (0 < lr <= 1)."""
     weight_decay: float = 1e-4
     """AdamW weight decay (0 to 1)."""
     batch_size: int = 1024
@@ -175,9 +175,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
             gain[t] = balance[t + 1] - balance[t] + gamma * gain[t + 1]
         gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
-    return Samples(
-        features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal
-    )
+    return Samples(features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal)
 
 
 def _lead(board: chess.Board) -> int:
