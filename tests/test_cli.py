@@ -149,7 +149,9 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert cfg.model == ModelConfig(hidden=16)
 
     state = checkpoint(run)
-    assert (state["next_iteration"], state["version"], state["play_weights"]) == (2, 2, None)
+    assert (state["next_iteration"], state["version"]) == (2, 2)
+    # Overlapped: the weights that play the next iteration (version 1), kept for an extension.
+    assert state["play_weights"] is not None
 
     lines = metrics(run)
     assert [m["iteration"] for m in lines] == [0, 1]
@@ -215,9 +217,8 @@ def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
 def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(overlapped)
-    # The root of the difference below: a run's last iteration starts no next play, so its
-    # checkpoint keeps no play weights for an extended run to replay iteration 1 with.
-    assert overlapped.first_checkpoint["play_weights"] is None
+    # The last iteration's checkpoint keeps the weights an extended run replays iteration 1 with.
+    assert overlapped.first_checkpoint["play_weights"] is not None
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
