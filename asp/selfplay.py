@@ -7,7 +7,7 @@
 ...         records, stats = await selfplay.play(TinyChess(), None, PlayConfig(n_games=4, max_plies=8))
 ...     return [r.game_id for r in records], stats["shards"]
 >>> asyncio.run(main())
-([0, 1, 2, 3], 4)
+([0, 1, 2, 3], 1)
 
 How it works (see DESIGN.md, "Facts about process pools"):
 
@@ -207,7 +207,7 @@ class SelfPlay:
         :param workers: worker processes (default: cores // threads_per_worker, at least 1).
         :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
         :param play_fn: plays one shard (default :func:`asp.tinychess.play_games`).
-        :param shard_games: games per shard (default: about four shards per worker).
+        :param shard_games: games per shard (default: :func:`default_shard_games`).
         :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
             which a worker counts as stalled and is killed; None disables it.
         :param retries: attempts per shard after the first when it raises, stalls or its
@@ -397,7 +397,7 @@ class SelfPlay:
         if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
             raise ConfigError(f"cfg must be a dataclass instance, got {type(cfg).__name__}")
         cfg = _as_any(cfg)
-        size = self.shard_games or max(1, math.ceil(cfg.n_games / (4 * self.workers)))
+        size = self.shard_games or default_shard_games(cfg.n_games, self.workers, getattr(cfg, "batch_size", 1))
         return [
             _Shard(
                 i,
@@ -624,6 +624,21 @@ class SelfPlay:
                 if exc is not None and not isinstance(exc, ShardCancelled | BrokenProcessPool):
                     call.info("cancelled_shard_raised", shard=flight.shard.index, error=repr(exc))
         flights.clear()
+
+
+def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:
+    """Games per shard when ``shard_games`` is not given.
+
+    Up to four shards per worker, to even out uneven game lengths, but no shard smaller than
+    the play batch while there are games enough (a smaller shard would shrink the network's
+    batch, which costs more than balancing gains), and a number of shards that is a multiple
+    of the workers.
+
+    >>> default_shard_games(128, 2, 64), default_shard_games(1024, 2, 64), default_shard_games(8, 2)
+    (64, 128, 1)
+    """
+    per_worker = max(1, min(4, n_games // (workers * max(1, batch_size))))
+    return max(1, math.ceil(n_games / (workers * per_worker)))
 
 
 def _as_any(value: object) -> Any:

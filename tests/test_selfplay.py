@@ -164,13 +164,13 @@ async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) ->
         assert stats.keys() >= SUMMARY_KEYS | CALL_KEYS
         assert {k: stats[k] for k in SUMMARY_KEYS} == {k: want_stats[k] for k in SUMMARY_KEYS}
         assert stats["workers"] == 2
-        assert stats["shards"] == 6  # default: about four shards per worker, here one game each
+        assert stats["shards"] == 2  # default_shard_games(6, 2, 64): a shard per worker, 3 games each
         assert (stats["retries"], stats["respawns"]) == (0, 0)
         assert stats["seconds"] > 0
         assert stats["plies_per_s"] == pytest.approx(stats["plies"] / stats["seconds"])
     assert {r.opponent_version for r in got_vs} == {2} and {r.model_version for r in got_vs} == {3}
     assert {(r.white, r.black) for r in got_vs} == {("model", "opponent"), ("opponent", "model")}
-    assert len(events(logs, "shard_done")) == 12
+    assert len(events(logs, "shard_done")) == 4
     assert len(events(logs, "pool_started")) == 1
 
 
