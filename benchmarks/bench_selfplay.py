@@ -9,12 +9,11 @@ so that drift in machine load hits each side alike; medians over runs are report
 process sets ``torch.set_num_threads(1)``; every worker runs one torch thread.
 
 1. scaling: plies/s of ``SelfPlay(workers=2, threads_per_worker=1).play(TinyChess(), None,
-   PlayConfig(n_games=G))`` against ``workers=1``, both at the default ``shard_games`` (about
-   four shards per worker, so 2 workers also play smaller batches). Target: ratio >= 1.8. On
+   PlayConfig(n_games=G))`` against ``workers=1``, both at the default ``shard_games``
+   (``asp.selfplay.default_shard_games``: no shard smaller than the play batch). Target: ratio >= 1.8. On
    a 2-core machine this shows 1 -> 2 workers only.
 2. overhead: wall time of ``SelfPlay(workers=1).play`` against ``play_games`` in this process
-   for the same games, both with the default ``shard_games`` (~4 shards, so each plays G/4
-   games at once: a smaller network batch than in-process when G/4 < batch_size) and with
+   for the same games, both with the default ``shard_games`` (see above) and with
    ``shard_games=G`` (one shard, the same batch as in-process). Target: asp_time /
    inprocess_time <= 1.03; reported for both.
 3. publish: ``WeightStore.publish`` of the default TinyChess (~1M parameters) after changing
@@ -56,6 +55,7 @@ import torch
 from torch import nn
 
 from asp import SelfPlay, configure_logging
+from asp.selfplay import default_shard_games
 from asp.tinychess import PlayConfig, TinyChess, play_games, summarise
 from asp.weights import WeightStore
 
@@ -146,7 +146,8 @@ async def bench_scaling(args: argparse.Namespace, model: TinyChess) -> dict[str,
     cores = os.cpu_count() or 1
     print(f"note: this machine has {cores} cores, so this figure shows 1 -> 2 workers only")
     cfg = PlayConfig(n_games=args.games)
-    size1, size2 = math.ceil(cfg.n_games / 4), math.ceil(cfg.n_games / 8)
+    size1 = default_shard_games(cfg.n_games, 1, cfg.batch_size)
+    size2 = default_shard_games(cfg.n_games, 2, cfg.batch_size)
     print(
         f"cfg: PlayConfig(n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size {cfg.batch_size}); "
         f"default shard_games: {size1} games with 1 worker, {size2} with 2 (network batch <= that)"
@@ -207,7 +208,7 @@ async def bench_scaling(args: argparse.Namespace, model: TinyChess) -> dict[str,
 async def bench_overhead(args: argparse.Namespace, model: TinyChess) -> dict[str, Any]:
     header(2, "overhead: SelfPlay(workers=1).play against play_games in this process")
     cfg = PlayConfig(n_games=args.games)
-    default_size = math.ceil(cfg.n_games / 4)
+    default_size = default_shard_games(cfg.n_games, 1, cfg.batch_size)
     print(
         f"cfg: PlayConfig(n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size {cfg.batch_size}); "
         f"in-process: torch.set_num_threads(1), network batch <= {min(cfg.batch_size, cfg.n_games)}"
