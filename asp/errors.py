@@ -11,7 +11,7 @@ The hierarchy::
 
 from __future__ import annotations
 
-__all__ = ["AspError", "ClosedError", "ConfigError", "ShardCancelled", "ShardFailed"]
+__all__ = ["AspError", "ClosedError", "ConfigError", "ShardCancelled", "ShardFailed", "check_ints"]
 
 
 class AspError(Exception):
@@ -23,6 +23,14 @@ class ConfigError(AspError, ValueError):
 
     The message names the field and the values it allows.
     """
+
+
+def check_ints(owner: str, obj: object, fields: tuple[tuple[str, int, int], ...]) -> None:
+    """Raise ConfigError unless each ``(name, low, high)`` field of ``obj`` is an int in range."""
+    for name, low, high in fields:
+        value = getattr(obj, name)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ConfigError(f"{owner}.{name} must be an int in {low}..{high}, got {value!r}")
 
 
 class ShardFailed(AspError):

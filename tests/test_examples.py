@@ -77,3 +77,15 @@ def test_debug_a_hang_logs_the_hung_workers_stack_and_completes_after_the_retry(
     assert re.search(r"worker_stalled .*shard=1\b", output), output
     assert re.search(r"shard_done .*attempt=1 .*shard=1\b", output), output
     assert "played 8 games (ids 0..7)" in output and "retries 1, pool respawns 1" in output, output
+
+
+@pytest.mark.timeout(RUN_LIMIT + 30)
+def test_pipelined_loop_overlaps_play_with_a_custom_trainer() -> None:
+    output = run_example(
+        "pipelined_loop.py", *("--iterations", "3", "--games", "8", "--max-plies", "20", "--hidden", "16")
+    )
+    lines = re.findall(
+        r"^iteration (\d): 8 games by version (\d) \(staleness (\d)\).*value loss ([\d.]+)$", output, re.M
+    )
+    # Iteration k+1 is played by version k while version k+1 is trained: one version stale.
+    assert [(int(i), int(v), int(s)) for i, v, s, _ in lines] == [(0, 0, 0), (1, 0, 1), (2, 1, 1)], output

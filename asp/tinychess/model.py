@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.errors import ConfigError
+from asp.errors import check_ints
 from asp.tinychess.features import N_FEATURES
 from asp.tinychess.moves import POLICY_SIZE
 
@@ -40,10 +40,7 @@ class ModelConfig:
     """Width of the value head's hidden layer (1 to 4096)."""
 
     def __post_init__(self) -> None:
-        for name, low, high in (("hidden", 8, 4096), ("blocks", 0, 32), ("value_hidden", 1, 4096)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ConfigError(f"ModelConfig.{name} must be an int in {low}..{high}, got {value!r}")
+        check_ints("ModelConfig", self, (("hidden", 8, 4096), ("blocks", 0, 32), ("value_hidden", 1, 4096)))
 
 
 class _Block(nn.Module):

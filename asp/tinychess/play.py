@@ -30,7 +30,7 @@ import chess
 import torch
 from torch import nn
 
-from asp.errors import ConfigError
+from asp.errors import ConfigError, check_ints
 from asp.progress import heartbeat
 from asp.tinychess.features import encode_boards
 from asp.tinychess.moves import legal_move_indices
@@ -39,11 +39,6 @@ from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise
 __all__ = ["PlayConfig", "play_games"]
 
 _MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
-
-
-def _check_int(owner: str, name: str, value: object, low: int, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(f"{owner}.{name} must be an int in {low}..{high}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -92,17 +87,20 @@ class PlayConfig:
 
     def __post_init__(self) -> None:
         big = 2**63 - 1
-        for name, low, high in (
-            ("n_games", 0, 10**9),
-            ("seed", 0, big),
-            ("first_game", 0, big),
-            ("max_plies", 1, 10_000),
-            ("batch_size", 1, 4096),
-            ("model_version", 0, big),
-            ("opponent_version", 0, big),
-            ("adjudication_margin", 1, 39),
-        ):
-            _check_int("PlayConfig", name, getattr(self, name), low, high)
+        check_ints(
+            "PlayConfig",
+            self,
+            (
+                ("n_games", 0, 10**9),
+                ("seed", 0, big),
+                ("first_game", 0, big),
+                ("max_plies", 1, 10_000),
+                ("batch_size", 1, 4096),
+                ("model_version", 0, big),
+                ("opponent_version", 0, big),
+                ("adjudication_margin", 1, 39),
+            ),
+        )
         for name in ("temperature", "opponent_temperature"):
             t = getattr(self, name)
             if t is None and name == "opponent_temperature":

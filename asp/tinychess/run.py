@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from asp.atomic import save_atomic, write_text_atomic
-from asp.errors import AspError, ConfigError
+from asp.errors import AspError, ConfigError, check_ints
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.play import PlayConfig
 from asp.tinychess.train import TrainConfig, Trainer
@@ -75,16 +75,17 @@ class RunConfig:
     """The trainer."""
 
     def __post_init__(self) -> None:
-        for name, low, high in (
-            ("iterations", 1, 100_000),
-            ("games", 1, 10**6),
-            ("seed", 0, 2**31 - 1),
-            ("eval_every", 1, 10**6),
-            ("eval_games", 1, 10**6),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                raise ConfigError(f"RunConfig.{name} must be an int in {low}..{high}, got {value!r}")
+        check_ints(
+            "RunConfig",
+            self,
+            (
+                ("iterations", 1, 100_000),
+                ("games", 1, 10**6),
+                ("seed", 0, 2**31 - 1),
+                ("eval_every", 1, 10**6),
+                ("eval_games", 1, 10**6),
+            ),
+        )
         # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
         self._named(lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"})
         self._named(

@@ -39,7 +39,7 @@ import chess
 import torch
 from torch import nn
 
-from asp.errors import ConfigError
+from asp.errors import ConfigError, check_ints
 from asp.tinychess.features import encode_boards
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
 from asp.tinychess.play import material, placement_key
@@ -96,10 +96,7 @@ class TrainConfig:
             if not ok or (open_low and value == low):
                 bound = "(" if open_low else "["
                 raise ConfigError(f"TrainConfig.{name} must be a number in {bound}{low}, {high}], got {value!r}")
-        for name, ilow, ihigh in (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not ilow <= value <= ihigh:
-                raise ConfigError(f"TrainConfig.{name} must be an int in {ilow}..{ihigh}, got {value!r}")
+        check_ints("TrainConfig", self, (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1)))
         if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
