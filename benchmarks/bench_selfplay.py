@@ -66,6 +66,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from baseline_pool import BaselinePool, UnevenConfig, play_uneven  # noqa: E402
+from bench_play import cpu_model  # noqa: E402
 
 SECTIONS = ("scaling", "overhead", "publish", "baseline")
 TARGET_SCALING = 1.8
@@ -77,17 +78,6 @@ T = TypeVar("T")
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def filesystem_of(path: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import psutil
 import pytest
 import structlog
+import torch
 from structlog.testing import capture_logs
 
 
@@ -56,3 +57,14 @@ def live_children() -> list[int]:
 def children() -> Callable[[], list[int]]:
     """``children()``: pids of the live child processes of the test, resource tracker excluded."""
     return live_children
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Run a module's tests with one torch thread, and restore the count afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

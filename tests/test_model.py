@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import chess
 import pytest
@@ -12,16 +11,8 @@ import torch
 from asp.errors import AspError, ConfigError
 from asp.tinychess import N_FEATURES, POLICY_SIZE, ModelConfig, TinyChess, encode_boards
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """Tiny networks run fastest on one thread, and do not stall when the machine is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+# Tiny networks run fastest on one thread, and do not stall when the machine is busy.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _boards() -> list[chess.Board]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import chess
 import pytest
@@ -79,15 +79,8 @@ def _model(seed: int = 0, hidden: int = 32, blocks: int = 1) -> TinyChess:
     return TinyChess(ModelConfig(hidden=hidden, blocks=blocks))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """Tiny networks run fastest on one thread, and do not stall when the machine is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+# Tiny networks run fastest on one thread, and do not stall when the machine is busy.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class PriorityModel(nn.Module):

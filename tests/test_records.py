@@ -6,7 +6,6 @@ import dataclasses
 import io
 import json
 import pickle
-from collections.abc import Iterator
 from pathlib import Path
 
 import chess
@@ -32,15 +31,8 @@ ONLY_PROMOTIONS_FEN = "2n4k/1P6/8/8/8/8/2q5/K7 w - - 0 1"
 EP_FEN = "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """Tiny networks run fastest on one thread, and do not stall when the machine is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+# Tiny networks run fastest on one thread, and do not stall when the machine is busy.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _record(game_id: int = 0, moves: list[str] | None = None, **kwargs: object) -> GameRecord:
