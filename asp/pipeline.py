@@ -89,7 +89,6 @@ class _Play:
 
     task: asyncio.Task[tuple[list[Any], dict[str, Any]]]
     version: int
-    weights: nn.Module
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
 
@@ -142,10 +141,10 @@ class Pipeline:
         return records, _summarise(self.selfplay, records)
 
     def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
-        # Always a copy: training may change the model's tensors while these games are played.
-        snapshot = copy.deepcopy(weights)
-        task = asyncio.create_task(self._play(iteration, version, snapshot), name=f"asp-play-{iteration}")
-        play = _Play(task, version, snapshot)
+        # ``weights`` must not change while the games are played: a play that overlaps training
+        # is handed a snapshot; the others are awaited before anything trains.
+        task = asyncio.create_task(self._play(iteration, version, weights), name=f"asp-play-{iteration}")
+        play = _Play(task, version)
         task.add_done_callback(lambda _: setattr(play, "ended", time.perf_counter()))
         return play
 

@@ -162,10 +162,6 @@ class Generation:
         # The executor's manager thread ends once its workers have; join it off the loop.
         await asyncio.to_thread(self.executor.shutdown, wait=True)
 
-    def process_pids(self) -> list[int]:
-        """Pids of this generation's worker processes."""
-        return sorted(self._all_processes())
-
     def _all_processes(self) -> dict[int, Any]:
         # Before start() finishes, only the executor knows the processes it spawned so far.
         return {**self.processes, **(getattr(self.executor, "_processes", None) or {})}

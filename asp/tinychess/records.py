@@ -8,7 +8,6 @@ cheaply between processes and can be written as JSON as it is
 from __future__ import annotations
 
 import datetime
-import io
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -113,6 +112,7 @@ def to_pgn(record: GameRecord, *, event: str = "asp self-play") -> str:
 
     python-chess reads the moves back identically:
 
+    >>> import io
     >>> r = GameRecord(0, ["e2e4", "e7e5"], "1/2-1/2", "max_plies", chess.STARTING_FEN,
     ...                "model", "model", 3)
     >>> game = chess.pgn.read_game(io.StringIO(to_pgn(r)))
@@ -144,12 +144,3 @@ def write_pgn(records: Iterable[GameRecord], path: str | os.PathLike[str]) -> Pa
     target = Path(path)
     write_text_atomic(target, "\n".join(to_pgn(r) for r in records))
     return target
-
-
-def read_pgn_moves(text: str) -> list[list[str]]:
-    """The UCI moves of every game in PGN ``text`` (used by tests and tools)."""
-    games = []
-    stream = io.StringIO(text)
-    while (game := chess.pgn.read_game(stream)) is not None:
-        games.append([m.uci() for m in game.mainline_moves()])
-    return games
