@@ -4,8 +4,9 @@
 * ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
 * ``asp eval``: a checkpoint's score against a uniformly random mover, with its Elo.
 
->>> import os
->>> main(["play", "--games", "2", "--max-plies", "4", "--workers", "1", "--out", os.devnull])  # doctest: +ELLIPSIS
+>>> import tempfile
+>>> out = tempfile.mkdtemp() + "/games.pgn"
+>>> main(["play", "--games", "2", "--max-plies", "4", "--workers", "1", "--out", out])  # doctest: +ELLIPSIS
 played 2 games, 8 plies in ...
 0
 """

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
+
+from asp.atomic import write_bytes_atomic
 
 __all__ = ["plot_curves"]
 
@@ -40,12 +43,11 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=80)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=80)
     plt.close(fig)
-    os.replace(tmp, target)
-    return target
+    write_bytes_atomic(path, png.getvalue())
+    return Path(path)
 
 
 def _score_from_elo(elo: float) -> float:
