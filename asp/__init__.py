@@ -3,7 +3,7 @@
 The public API; everything else is an implementation module.
 """
 
-from asp.errors import AspError, ClosedError, ConfigError, ShardCancelled, ShardFailed
+from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
 from asp.pipeline import IterationReport, Pipeline
 from asp.progress import heartbeat
@@ -17,6 +17,7 @@ __all__ = [
     "IterationReport",
     "Pipeline",
     "PlayFn",
+    "ReentrancyError",
     "SelfPlay",
     "ShardCancelled",
     "ShardFailed",

@@ -22,7 +22,7 @@ from structlog.typing import EventDict
 
 from asp.errors import ConfigError
 
-__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging", "log_settings"]
+__all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging", "log_settings", "quiet_unless_configured"]
 
 LOG_FORMATS = ("console", "json")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
@@ -106,3 +106,14 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def quiet_unless_configured() -> None:
+    """Log at ``info`` and above to standard error if the application has not configured structlog.
+
+    structlog's own default prints every event, debug included, to standard output: a library
+    must not flood the console of a program that never asked for its logs. An application that
+    configures structlog (or calls :func:`configure_logging`) keeps its configuration.
+    """
+    if not structlog.is_configured():
+        configure_logging(fmt="console", level="info")

@@ -1,10 +1,15 @@
-"""The local backend: one generation of spawn-context worker processes.
+"""The local backend: one spawn worker process per slot, each in its own executor.
 
-A :class:`Generation` is disposable. It owns a ``ProcessPoolExecutor`` with the spawn start
-method, shared-memory progress counters and cancel flags (one per slot: a slot is a place for
-one in-flight shard, and there are as many slots as workers), and a stack file per worker.
-When a worker dies, stalls or must be stopped, the coordinator kills the whole generation and
-starts the next one: a ``ProcessPoolExecutor`` is broken by the loss of any worker anyway.
+A slot is a place for one in-flight shard; there are as many slots as workers. Each slot's
+worker is a single-worker spawn ``ProcessPoolExecutor`` (the initializer builds the model
+once), so a worker that dies, stalls or must be stopped costs its own shard and its own
+process only: the other slots keep playing. Shared memory holds, per slot, a progress
+counter, a cancel flag, the phase of its shard and the pid that runs it
+(:mod:`asp.progress` is the worker's side).
+
+Every worker is started by a ping submitted from the event loop's thread (PR_SET_PDEATHSIG
+is tied to the thread that spawned a process); the ping runs after the initializer, so a
+started worker is one that has built its model.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -23,103 +30,117 @@ import anyio
 import structlog
 from torch import nn
 
-from asp import worker
+from asp import progress, worker
+from asp.errors import AspError
 from asp.log import log_settings
 
-__all__ = ["Generation"]
+__all__ = ["LocalPool", "WorkerProcess", "signal_name"]
 
 log = structlog.get_logger("asp.pool")
 
 
-class Generation:
-    """``workers`` spawn processes, each running :func:`asp.worker.initialize` once."""
+class SlotArrays:
+    """Shared memory of every slot: progress counters, cancel flags, phases, pids."""
+
+    def __init__(self, slots: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.progress = ctx.Array("q", slots, lock=False)
+        self.cancel = ctx.Array("b", slots, lock=False)
+        self.phase = ctx.Array("b", slots, lock=False)
+        self.pids = ctx.Array("q", slots, lock=False)
+
+    def reset(self, slot: int) -> None:
+        self.progress[slot] = 0
+        self.cancel[slot] = 0
+        self.phase[slot] = progress.IDLE
+        self.pids[slot] = 0
+
+
+def _executor_process(executor: concurrent.futures.ProcessPoolExecutor) -> BaseProcess | None:
+    # The one read of a private attribute: a ProcessPoolExecutor does not expose its processes
+    # (3.14 adds kill_workers()), and killing a stalled worker needs its process. A single-worker
+    # executor spawns its process inside the first submit(), so it is known right after.
+    processes: dict[int, BaseProcess] = getattr(executor, "_processes", None) or {}
+    return next(iter(processes.values()), None)
+
+
+class WorkerProcess:
+    """One slot's spawn process, inside a single-worker ``ProcessPoolExecutor``."""
 
     def __init__(
         self,
         *,
+        slot: int,
         number: int,
-        workers: int,
         threads_per_worker: int,
         stack_dir: Path,
+        arrays: SlotArrays,
         warm: tuple[type[nn.Module], Any] | None,
     ) -> None:
+        self.slot = slot
         self.number = number
-        self.workers = workers
         self.stack_dir = stack_dir
-        ctx = multiprocessing.get_context("spawn")
-        self.progress = ctx.Array("q", workers, lock=False)
-        self.cancel = ctx.Array("b", workers, lock=False)
-        self.slot_pids = ctx.Array("q", workers, lock=False)
         self.executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=ctx,
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
             initializer=worker.initialize,
             initargs=(
                 threads_per_worker,
                 os.getpid(),
                 str(stack_dir),
-                self.progress,
-                self.cancel,
-                self.slot_pids,
+                slot,
+                arrays.progress,
+                arrays.cancel,
+                arrays.pids,
+                arrays.phase,
                 warm,
                 log_settings(),
             ),
         )
-        self.processes: dict[int, Any] = {}
-        self.pids: list[int] = []
+        self.process: BaseProcess | None = None
+        self.started: asyncio.Future[int] | None = None
+        self.start_began = 0.0
+        self.announced = False
         self.killed = False
 
-    async def start(self) -> float:
-        """Start every worker (the executor spawns them on demand) and wait until each answers.
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
-        Submits only from the event loop's thread: PR_SET_PDEATHSIG is tied to the thread
-        that spawned a worker. Returns the seconds it took.
-        """
-        started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        futures = [loop.run_in_executor(self.executor, worker.ping) for _ in range(self.workers)]
-        await asyncio.gather(*futures)
-        # Every worker is up now and the executor never replaces one: keep them for kill/close.
-        self.processes = dict(getattr(self.executor, "_processes", None) or {})
-        self.pids = sorted(self.processes)
-        seconds = time.perf_counter() - started
-        log.info(
-            "pool_started",
-            generation=self.number,
-            workers=self.workers,
-            pids=self.pids,
-            seconds=round(seconds, 3),
-        )
-        return seconds
+    def start(self) -> asyncio.Future[int]:
+        """Spawn the process (from the loop's thread); the future answers once its initializer ran."""
+        self.start_began = time.monotonic()
+        self.started = asyncio.get_running_loop().run_in_executor(self.executor, worker.ping)
+        self.started.add_done_callback(_retrieve)
+        self.process = _executor_process(self.executor)
+        return self.started
 
-    def submit(
-        self, fn: Callable[[worker.ShardTask], worker.ShardOutput], task: worker.ShardTask
-    ) -> asyncio.Future[worker.ShardOutput]:
-        self.progress[task.slot] = 0
-        self.cancel[task.slot] = 0
-        self.slot_pids[task.slot] = 0
-        future = asyncio.get_running_loop().run_in_executor(self.executor, fn, task)
-        # The coordinator may abandon a future (its generation killed); retrieve its exception
-        # so that asyncio does not report it as never retrieved.
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
+    @property
+    def ready(self) -> bool:
+        fut = self.started
+        return fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None and not self.killed
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.is_alive() and not self.killed
+
+    def submit(self, fn: Callable[[bytes], bytes], payload: bytes) -> asyncio.Future[bytes]:
+        future = asyncio.get_running_loop().run_in_executor(self.executor, fn, payload)
+        future.add_done_callback(_retrieve)
         return future
 
-    async def dead_workers(self, *, wait: float = 1.0) -> dict[int, int | None]:
-        """Pid and exit code of every worker process that has exited.
+    async def exit_code(self, *, wait: float = 1.0) -> int | None:
+        """The process's exit code, waiting up to ``wait`` s for a dying process to be reaped."""
+        process = self.process
+        if process is None:
+            return None
+        await _wait_exit(process, seconds=wait)
+        return process.exitcode
 
-        The executor can report a broken pool a moment before the dead process can be
-        reaped, so this waits up to ``wait`` seconds for at least one.
-        """
-        processes = self._all_processes()
-        deadline = time.monotonic() + wait
-        while True:
-            dead = {pid: p.exitcode for pid, p in processes.items() if not p.is_alive()}
-            if dead or time.monotonic() >= deadline:
-                return dead
-            await asyncio.sleep(0.01)
-
-    async def dump_stack(self, pid: int, *, wait: float = 1.0) -> str:
-        """Ask worker ``pid`` for every thread's Python stack (faulthandler) and return it."""
+    async def dump_stack(self, *, wait: float = 1.0) -> str:
+        """Ask the worker for every thread's Python stack (faulthandler) and return it."""
+        pid = self.pid
+        if pid is None:
+            return "(the worker has no process)"
         path = self.stack_dir / f"stack-{pid}.txt"
         before = path.stat().st_size if path.exists() else 0
         try:
@@ -137,45 +158,167 @@ class Generation:
         data = await anyio.Path(path).read_bytes() if path.exists() else b""
         return data[before:].decode("utf-8", errors="replace") or "(no stack written)"
 
-    async def kill(self, reason: str) -> None:
-        """SIGKILL every worker, then release the executor. Safe to call twice."""
+    def kill_now(self) -> None:
+        """SIGKILL the process and release the executor, without waiting: safe in any ``finally``."""
         if self.killed:
             return
         self.killed = True
-        processes = self._all_processes()
-        for process in processes.values():
-            if process.is_alive():
-                process.kill()
-        await self._reap(processes, seconds=5.0)
-        self.executor.shutdown(wait=False)
-        log.info("pool_killed", generation=self.number, reason=reason, pids=sorted(processes))
+        process = self.process
+        if process is not None and process.is_alive():
+            process.kill()
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
-    async def close(self, *, grace: float = 2.0) -> None:
-        """Let idle workers exit; kill whatever is still alive after ``grace`` seconds."""
+    async def kill(self, reason: str) -> None:
+        """SIGKILL the process and wait (up to 5 s) until it is reaped."""
+        already = self.killed
+        self.kill_now()
+        if self.process is not None:
+            await _wait_exit(self.process, seconds=5.0)
+        if not already:
+            log.info("worker_killed", slot=self.slot, worker=self.number, pid=self.pid, reason=reason)
+
+    async def close(self, *, grace: float) -> None:
+        """Let the idle process exit; kill it if it is still alive after ``grace`` seconds."""
         if self.killed:
             return
-        processes = self._all_processes()
-        self.executor.shutdown(wait=False)
-        if not await self._reap(processes, seconds=grace):
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.process is not None and not await _wait_exit(self.process, seconds=grace):
             await self.kill("close_timeout")
         self.killed = True
-        # The executor's manager thread ends once its workers have; join it off the loop.
+        # The executor's manager thread ends once its worker has; join it off the loop.
         await asyncio.to_thread(self.executor.shutdown, wait=True)
 
-    def _all_processes(self) -> dict[int, Any]:
-        # Before start() finishes, only the executor knows the processes it spawned so far.
-        return {**self.processes, **(getattr(self.executor, "_processes", None) or {})}
 
-    @staticmethod
-    async def _reap(processes: dict[int, Any], *, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while any(p.is_alive() for p in processes.values()):
-            if time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(0.02)
-        for p in processes.values():
-            p.join(timeout=0)
-        return True
+@dataclass
+class _Starts:
+    failures: int = 0
+    """Consecutive failed starts of the slot (reset by a successful one)."""
+
+
+class LocalPool:
+    """The slots' worker processes: start, replace, kill and close them."""
+
+    MAX_FAILED_STARTS = 3
+    """Consecutive failed starts of a slot after which starting gives up."""
+
+    def __init__(self, *, workers: int, threads_per_worker: int, stack_dir: Path, start_timeout: float) -> None:
+        self.workers = workers
+        self.threads_per_worker = threads_per_worker
+        self.stack_dir = stack_dir
+        self.start_timeout = start_timeout
+        self.arrays = SlotArrays(workers)
+        self.warm: tuple[type[nn.Module], Any] | None = None
+        self.procs: list[WorkerProcess | None] = [None] * workers
+        self._starts = [_Starts() for _ in range(workers)]
+        self._numbers = 0
+
+    def spawn(self, slot: int) -> WorkerProcess:
+        """Start a new worker in ``slot`` (replacing a dead one); it is ready once ``started`` is."""
+        self._numbers += 1
+        proc = WorkerProcess(
+            slot=slot,
+            number=self._numbers,
+            threads_per_worker=self.threads_per_worker,
+            stack_dir=self.stack_dir,
+            arrays=self.arrays,
+            warm=self.warm,
+        )
+        self.procs[slot] = proc
+        self.arrays.reset(slot)
+        proc.start()
+        return proc
+
+    async def start(self) -> float:
+        """Start every worker and wait until each has run its initializer; return the seconds."""
+        began = time.perf_counter()
+        procs = [self.spawn(slot) for slot in range(self.workers)]
+        await asyncio.gather(*(p.started for p in procs if p.started is not None))
+        for proc in procs:
+            proc.announced = True
+        seconds = time.perf_counter() - began
+        log.info("pool_started", workers=self.workers, pids=[p.pid for p in procs], seconds=round(seconds, 3))
+        return seconds
+
+    def starting(self) -> list[asyncio.Future[int]]:
+        """The start futures of workers that are still starting."""
+        return [p.started for p in self.procs if p is not None and p.started is not None and not p.started.done()]
+
+    async def check_starts(self) -> None:
+        """Deal with workers whose start ended or ran out of time: log, count, give up if hopeless.
+
+        :raises AspError: when a slot's worker failed to start MAX_FAILED_STARTS times in a row.
+        """
+        for slot, proc in enumerate(self.procs):
+            if proc is not None and proc.ready and not proc.announced:
+                proc.announced = True
+                self._starts[slot].failures = 0
+                seconds = round(time.monotonic() - proc.start_began, 3)
+                log.info("worker_started", slot=slot, worker=proc.number, pid=proc.pid, seconds=seconds)
+            if proc is None or proc.started is None or proc.killed or proc.ready:
+                continue
+            fut = proc.started
+            if fut.done():
+                exc = fut.exception()
+                code = await proc.exit_code()
+                reason = f"{exc!r} (worker exit: {signal_name(code)})"
+            elif time.monotonic() - proc.start_began > self.start_timeout:
+                reason = f"not started within start_timeout={self.start_timeout} s"
+            else:
+                continue
+            await proc.kill("start_failed")
+            self.procs[slot] = None
+            starts = self._starts[slot]
+            starts.failures += 1
+            log.warning("worker_start_failed", slot=slot, pid=proc.pid, reason=reason, failures=starts.failures)
+            if starts.failures >= self.MAX_FAILED_STARTS:
+                raise AspError(
+                    f"the worker of slot {slot} failed to start {starts.failures} times in a row; last: {reason} "
+                    f"(see the workers' stderr; the initializer builds the model, which may not fit in memory)"
+                )
+
+    async def close(self, *, grace: float) -> None:
+        """Stop every worker: idle ones exit by themselves, the others are killed after ``grace``."""
+        for slot in range(self.workers):
+            self.arrays.cancel[slot] = 1  # a shard still running stops at its next heartbeat
+        procs = [p for p in self.procs if p is not None]
+        await asyncio.gather(*(p.close(grace=grace) for p in procs))
+
+    def kill_now(self) -> None:
+        """SIGKILL every worker without waiting (clean-up that must finish under cancellation)."""
+        for proc in self.procs:
+            if proc is not None:
+                proc.kill_now()
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    # A future may be abandoned (its worker killed): retrieve its exception so that asyncio
+    # does not report it as never retrieved.
+    if not fut.cancelled():
+        fut.exception()
+
+
+async def _wait_exit(process: BaseProcess, *, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``process`` to end (its sentinel turns readable); True if it did."""
+    if process.is_alive():
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        fd = process.sentinel
+
+        def on_end() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        loop.add_reader(fd, on_end)
+        try:
+            await asyncio.wait([ended], timeout=seconds)
+        finally:
+            loop.remove_reader(fd)
+    # The sentinel turns readable as the process closes its files, a moment before it can be
+    # reaped (and the executor's thread may be reaping it at the same time): look again briefly.
+    deadline = time.monotonic() + min(seconds, 1.0)
+    while process.is_alive() and time.monotonic() < deadline:  # noqa: ASYNC110 (no event for "reaped")
+        await asyncio.sleep(0.005)
+    return not process.is_alive()
 
 
 def signal_name(exitcode: int | None) -> str:

@@ -16,11 +16,19 @@ from collections.abc import MutableSequence
 
 from asp.errors import ShardCancelled
 
-__all__ = ["heartbeat"]
+__all__ = ["IDLE", "RETURNING", "RUNNING", "heartbeat"]
+
+IDLE = 0
+"""Phase of a slot whose shard has been sent but not started by its worker (or no shard)."""
+RUNNING = 1
+"""Phase of a slot whose worker runs the shard: the stall clock applies."""
+RETURNING = 2
+"""Phase of a slot whose shard has finished and whose result is being pickled and sent back."""
 
 _progress: MutableSequence[int] | None = None
 _cancel: MutableSequence[int] | None = None
 _pids: MutableSequence[int] | None = None
+_phase: MutableSequence[int] | None = None
 _slot = -1
 
 
@@ -33,15 +41,26 @@ def heartbeat(plies: int = 1) -> None:
         raise ShardCancelled(f"shard in slot {_slot} was cancelled by the coordinator")
 
 
-def attach(progress: MutableSequence[int], cancel: MutableSequence[int], pids: MutableSequence[int]) -> None:
-    """Connect this process to the shared arrays (called by the worker initializer)."""
-    global _progress, _cancel, _pids
-    _progress, _cancel, _pids = progress, cancel, pids
+def attach(
+    slot: int,
+    progress: MutableSequence[int],
+    cancel: MutableSequence[int],
+    pids: MutableSequence[int],
+    phase: MutableSequence[int],
+) -> None:
+    """Connect this process to its slot of the shared arrays (called by the worker initializer)."""
+    global _progress, _cancel, _pids, _phase, _slot
+    _progress, _cancel, _pids, _phase, _slot = progress, cancel, pids, phase, slot
 
 
-def set_slot(slot: int) -> None:
-    """Select the slot of the shard this process runs now, and record our pid in it."""
-    global _slot
-    _slot = slot
-    if _pids is not None:
-        _pids[slot] = os.getpid()
+def begin_shard() -> None:
+    """Tell the coordinator this process has started the slot's shard (its stall clock starts)."""
+    if _pids is not None and _phase is not None:
+        _pids[_slot] = os.getpid()
+        _phase[_slot] = RUNNING
+
+
+def end_shard() -> None:
+    """Tell the coordinator the shard is over: pickling and sending its result is no stall."""
+    if _phase is not None:
+        _phase[_slot] = RETURNING

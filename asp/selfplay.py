@@ -11,17 +11,20 @@
 
 How it works (see DESIGN.md, "Facts about process pools"):
 
-* Shards wait in a queue here, in the parent. A shard is handed to the executor only when a
-  slot is free, one slot per worker, so nothing that has not started sits inside the
-  executor, and cancelling means cancelling running shards only.
+* Shards wait in a queue here, in the parent. A shard is handed to a worker only when its
+  slot is free, one slot per worker, so nothing that has not started sits in an executor,
+  and cancelling means cancelling running shards only.
+* Each slot's worker is a process of its own executor (:mod:`asp.pool`): a worker that dies
+  or stalls costs its own shard, which runs again, and its own process, which is replaced;
+  the other workers keep playing.
 * Weights are published to a file once per version (:class:`asp.weights.WeightStore`); every
   shard names the publication it must use, and a worker reloads when its copy differs.
 * Every game has an id. Execution is at-least-once (a shard can run again after a crash),
   results are exactly-once: a shard's result is taken once, and ``play`` keeps one record
   per game id.
 * Deadlines live here. Workers count plies in shared memory; a counter that stops moving for
-  ``stall_timeout`` seconds marks its worker stalled: its Python stack is logged, the whole
-  pool generation is killed and a new one started, and the in-flight shards run again.
+  ``stall_timeout`` seconds marks its worker stalled: its Python stack is logged, the worker
+  is killed and replaced, and its shard runs again.
 """
 
 from __future__ import annotations
@@ -31,15 +34,13 @@ import contextlib
 import dataclasses
 import enum
 import math
-import os
+import pickle
 import shutil
-import signal
-import sys
 import tempfile
 import time
 import traceback
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,12 +50,23 @@ import anyio
 import structlog
 from torch import nn
 
-from asp import worker
-from asp.errors import AspError, ClosedError, ConfigError, ShardCancelled, ShardFailed
-from asp.pool import Generation, signal_name
+from asp import progress, worker
+from asp.checks import (
+    check_cfg,
+    check_main_module,
+    check_rebuildable,
+    check_spawnable,
+    positive_int,
+    positive_seconds,
+)
+from asp.cores import available_cores
+from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, ShardCancelled, ShardFailed
+from asp.log import quiet_unless_configured
+from asp.pool import LocalPool, WorkerProcess, signal_name
+from asp.shield import finish
 from asp.weights import WeightRef, WeightStore
 
-__all__ = ["PlayFn", "SelfPlay", "ShardResult"]
+__all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
 log = structlog.get_logger("asp.selfplay")
 
@@ -64,6 +76,9 @@ dataclass with at least ``n_games``, ``seed``, ``first_game`` and ``model_versio
 record has a ``game_id``."""
 
 _TICK = 0.1  # seconds between looks at progress counters while shards run
+_WAIT_WARNING = 30.0  # seconds a call waits for another call before it says so in the log
+_MAX_IDLE_DEATHS = 3  # deaths of one slot's worker in a row, with no shard, before giving up
+_UNPICKLE_IN_THREAD = 1 << 20  # results larger than this (bytes) are unpickled off the loop
 
 
 @dataclass(frozen=True)
@@ -105,11 +120,12 @@ class _Shard:
 class _Flight:
     shard: _Shard
     slot: int
-    future: asyncio.Future[worker.ShardOutput]
-    generation: Generation
+    future: asyncio.Future[bytes]
+    proc: WorkerProcess
     dispatched: float
     plies: int = 0
-    moved: float = 0.0
+    moved: float | None = None
+    """When the counter last moved; None until the worker has started the shard."""
 
 
 @dataclass
@@ -120,57 +136,11 @@ class _CallFigures:
     started: float = field(default_factory=time.perf_counter)
 
 
-def _broke(flight: _Flight) -> bool:
-    fut = flight.future
-    return fut.done() and not fut.cancelled() and isinstance(fut.exception(), BrokenProcessPool)
-
-
 def _remote_traceback(exc: BaseException) -> str:
     cause = exc.__cause__
     if cause is not None and type(cause).__name__ == "_RemoteTraceback":
         return str(cause).strip()
     return "".join(traceback.format_exception(exc)).strip()
-
-
-def _check_spawnable(obj: object, what: str) -> None:
-    """Refuse up front what spawn workers could never import."""
-    qualname = getattr(obj, "__qualname__", repr(obj))
-    if "<locals>" in qualname or "<lambda>" in qualname:
-        raise ConfigError(f"{what} must be defined at module level for spawn workers to import it, got {qualname}")
-    if getattr(obj, "__module__", None) == "__main__":
-        main_file = getattr(sys.modules["__main__"], "__file__", None)
-        if main_file is None or not os.path.exists(main_file):
-            raise ConfigError(
-                f"{what} {qualname} lives in a __main__ module that spawn workers cannot import "
-                f"(a script read from standard input or an interactive session): move it into a module file"
-            )
-
-
-def _check_rebuildable(net: nn.Module, role: str) -> None:
-    """Workers rebuild a network as ``cls(net.cfg)``, or ``cls()`` when it has no ``cfg``."""
-    cls = type(net)
-    _check_spawnable(cls, f"the {role}'s class")
-    if getattr(net, "cfg", None) is None and cls not in _NO_ARG_OK:
-        try:
-            cls()
-        except TypeError as e:
-            raise ConfigError(
-                f"the {role} ({cls.__qualname__}) cannot be rebuilt in a worker: give it a `cfg` attribute "
-                f"so that {cls.__qualname__}(cfg) rebuilds it, or a constructor that needs no arguments ({e})"
-            ) from None
-        _NO_ARG_OK.add(cls)
-
-
-_NO_ARG_OK: set[type[nn.Module]] = set()
-
-
-def _check_main_module() -> None:
-    main_file = getattr(sys.modules["__main__"], "__file__", None)
-    if main_file is not None and not os.path.exists(main_file):
-        raise ConfigError(
-            f"the __main__ module ({main_file}) cannot be re-imported by spawn workers: run asp from a "
-            f"script file (with its top-level code under `if __name__ == '__main__':`) or from a module"
-        )
 
 
 def _merge_stats(shard_stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -183,11 +153,13 @@ def _merge_stats(shard_stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class SelfPlay:
-    """Plays games in a pool of spawn worker processes, behind an async API.
+    """Plays games in spawn worker processes, behind an async API.
 
     Use it as ``async with SelfPlay(...) as selfplay:``. Calls on one SelfPlay run one at a
-    time (a second call waits for the first); the pool and the published weights live from
-    entering to leaving the ``async with``.
+    time: a call from another task waits for the running one (and says so in the log every
+    30 s); a call from the task that has a stream of this SelfPlay open raises
+    :class:`~asp.errors.ReentrancyError` at once, as it could never start. The workers and the
+    published weights live from entering to leaving the ``async with``.
     """
 
     def __init__(
@@ -204,7 +176,8 @@ class SelfPlay:
         summarise: Callable[[list[Any]], dict[str, Any]] | None = None,
     ) -> None:
         """
-        :param workers: worker processes (default: cores // threads_per_worker, at least 1).
+        :param workers: worker processes (default: usable cores // threads_per_worker, at least 1;
+            usable cores follow the CPU affinity and a cgroup CPU quota).
         :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
         :param play_fn: plays one shard (default :func:`asp.tinychess.play_games`).
         :param shard_games: games per shard (default: :func:`default_shard_games`).
@@ -214,29 +187,28 @@ class SelfPlay:
             worker dies (0 to 100).
         :param cancel_grace: seconds a cancelled shard has to stop by itself before its
             worker is killed.
-        :param start_timeout: seconds the pool may take to start.
+        :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
         :param summarise: turns all records of a call into stats (default: TinyChess's
             ``summarise`` for the default play_fn, else a sum of the shards' numeric stats).
         """
-        cores = os.cpu_count() or 1
-        _positive_int("threads_per_worker", threads_per_worker, 256)
+        positive_int("threads_per_worker", threads_per_worker, 256)
         if workers is None:
-            workers = max(1, cores // threads_per_worker)
-        _positive_int("workers", workers, 1024)
+            workers = max(1, available_cores() // threads_per_worker)
+        positive_int("workers", workers, 1024)
         if shard_games is not None:
-            _positive_int("shard_games", shard_games, 10**9)
+            positive_int("shard_games", shard_games, 10**9)
         if stall_timeout is not None:
-            _positive_number("stall_timeout", stall_timeout)
+            positive_seconds("stall_timeout", stall_timeout)
         if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
             raise ConfigError(f"SelfPlay retries must be an int in 0..100, got {retries!r}")
-        _positive_number("cancel_grace", cancel_grace)
-        _positive_number("start_timeout", start_timeout)
+        positive_seconds("cancel_grace", cancel_grace)
+        positive_seconds("start_timeout", start_timeout)
         if play_fn is None:
             from asp.tinychess import play_games
             from asp.tinychess import summarise as tinychess_summarise
 
             play_fn, summarise = play_games, summarise or tinychess_summarise
-        _check_spawnable(play_fn, "play_fn")
+        check_spawnable(play_fn, "play_fn")
         self.workers = workers
         self.threads_per_worker = threads_per_worker
         self.play_fn = play_fn
@@ -247,12 +219,23 @@ class SelfPlay:
         self.start_timeout = start_timeout
         self._summarise = summarise
         self._state = _State.NEW
-        self._generation: Generation | None = None
-        self._generations = 0
+        self._pool: LocalPool | None = None
         self._tmp: Path | None = None
         self._weights: WeightStore | None = None
         self._lock: asyncio.Lock | None = None
-        self._warm: tuple[type[nn.Module], Any] | None = None
+        self._owner: asyncio.Task[Any] | None = None
+        self._idle_deaths = [0] * workers
+
+    @property
+    def pids(self) -> list[int | None]:
+        """The pid of each slot's worker process (None where none is running)."""
+        if self._pool is None:
+            return [None] * self.workers
+        return [p.pid if p is not None and not p.killed else None for p in self._pool.procs]
+
+    def summarise(self, records: list[Any]) -> dict[str, Any]:
+        """The stats of ``records`` by this SelfPlay's ``summarise`` (``{"games": n}`` without one)."""
+        return self._summarise(records) if self._summarise is not None else {"games": len(records)}
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -264,35 +247,51 @@ class SelfPlay:
         await self.aclose()
 
     async def start(self) -> None:
-        """Start the worker pool; ``async with`` calls this for you."""
+        """Start every worker and wait until each has built its model; ``async with`` calls this."""
         if self._state is not _State.NEW:
             raise ClosedError(f"SelfPlay.start: already {self._state.value}; a SelfPlay starts once")
-        _check_main_module()
+        check_main_module()
+        quiet_unless_configured()
         self._state = _State.OPEN
         self._lock = asyncio.Lock()
         self._tmp = Path(tempfile.mkdtemp(prefix="asp-"))
         self._weights = WeightStore(self._tmp / "weights")
+        self._pool = LocalPool(
+            workers=self.workers,
+            threads_per_worker=self.threads_per_worker,
+            stack_dir=self._tmp,
+            start_timeout=self.start_timeout,
+        )
         try:
-            await self._ensure_generation(_CallFigures())
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self.aclose()
+            with anyio.fail_after(self.start_timeout):
+                await self._pool.start()
+        except BaseException as e:
+            await self.aclose()
+            if isinstance(e, BrokenProcessPool | TimeoutError):
+                raise AspError(f"the worker pool could not start: {e!r} (see the workers' stderr)") from e
             raise
 
     async def aclose(self) -> None:
-        """Stop every worker and remove every temporary file. Safe to call more than once."""
+        """Stop every worker and remove every temporary file. Safe to call more than once.
+
+        Clean-up completes even if the calling task is cancelled again meanwhile (a second
+        Ctrl-C): what cannot wait is then done at once (SIGKILL, removing the directory).
+        A call running in another task ends with :class:`~asp.errors.ClosedError`.
+        """
         if self._state is _State.CLOSED:
             return
         self._state = _State.CLOSED
-        with anyio.CancelScope(shield=True):
-            if self._generation is not None:
-                await self._generation.close(grace=self.cancel_grace)
-                self._generation = None
+        try:
+            if self._pool is not None:
+                await finish(self._pool.close(grace=self.cancel_grace))
+        finally:
+            if self._pool is not None:
+                self._pool.kill_now()
             if self._weights is not None:
                 self._weights.close()
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
-        log.info("selfplay_closed")
+            log.info("selfplay_closed")
 
     def _check_open(self, what: str) -> None:
         if self._state is _State.NEW:
@@ -300,33 +299,38 @@ class SelfPlay:
         if self._state is _State.CLOSED:
             raise ClosedError(f"SelfPlay.{what}: this SelfPlay is closed")
 
-    async def _ensure_generation(self, figures: _CallFigures) -> Generation:
-        if self._generation is not None and not self._generation.killed:
-            return self._generation
-        self._check_open("play")  # never respawn a pool behind aclose()
-        assert self._tmp is not None
-        self._generations += 1
-        if self._generations > 1:
-            figures.respawns += 1
-            log.info("pool_respawning", generation=self._generations)
-        generation = Generation(
-            number=self._generations,
-            workers=self.workers,
-            threads_per_worker=self.threads_per_worker,
-            stack_dir=self._tmp,
-            warm=self._warm,
-        )
-        self._generation = generation
+    def _check_still_open(self) -> None:
+        if self._state is _State.CLOSED:
+            raise ClosedError("SelfPlay was closed (aclose) while this call was running")
+
+    @contextlib.asynccontextmanager
+    async def _one_call(self, what: str) -> AsyncIterator[None]:
+        """Hold the call lock; refuse at once a call that could only wait for itself."""
+        assert self._lock is not None
+        me = asyncio.current_task()
+        if self._owner is not None and self._owner is me:
+            raise ReentrancyError(
+                f"SelfPlay.{what}: this task already has a call of this SelfPlay open (a stream being "
+                f"iterated or left half-read): finish or close that stream first (contextlib.aclosing), "
+                f"or make this call from another task"
+            )
+        acquire = asyncio.ensure_future(self._lock.acquire())
+        waited = 0.0
         try:
-            with anyio.fail_after(self.start_timeout):
-                await generation.start()
-        except BaseException as e:
-            with anyio.CancelScope(shield=True):
-                await generation.kill("start_failed")
-            if isinstance(e, BrokenProcessPool | TimeoutError):
-                raise AspError(f"the worker pool could not start: {e!r} (see the workers' stderr)") from e
+            while not (await asyncio.wait({acquire}, timeout=_WAIT_WARNING))[0]:
+                waited += _WAIT_WARNING
+                holder = self._owner.get_name() if self._owner is not None else None
+                log.warning("selfplay_call_waiting", call=what, seconds=waited, busy_with_task=holder)
+        except BaseException:
+            if not acquire.cancel() and not acquire.cancelled() and acquire.exception() is None:
+                self._lock.release()  # it was acquired as we were cancelled
             raise
-        return generation
+        self._owner = me
+        try:
+            yield
+        finally:
+            self._owner = None
+            self._lock.release()
 
     # -- public calls -------------------------------------------------------------------------
 
@@ -342,17 +346,19 @@ class SelfPlay:
 
         Records are sorted by game id, one per id from ``cfg.first_game``. ``stats`` holds the
         summary of all records plus ``workers``, ``shards``, ``retries``, ``respawns``,
-        ``seconds`` and ``plies_per_s``.
+        ``seconds`` and ``plies_per_s``. The weights of ``model`` and ``opp`` are read when the
+        call starts: don't change them until it returns.
 
-        :raises TimeoutError: if ``timeout`` seconds pass first (the pool stays usable).
+        :raises TimeoutError: if ``timeout`` seconds pass first (the workers stay usable).
         :raises ShardFailed: if a shard fails on every attempt.
+        :raises ReentrancyError: if this task has a stream of this SelfPlay open.
         """
         self._check_open("play")
         figures = _CallFigures()
         by_id: dict[int, Any] = {}
         shard_stats: list[dict[str, Any]] = []
         with anyio.fail_after(timeout):
-            async with contextlib.aclosing(self._stream(model, opp, cfg, figures)) as results:
+            async with contextlib.aclosing(self._stream(model, opp, cfg, figures, "play")) as results:
                 async for result in results:
                     shard_stats.append(result.stats)
                     for record in result.records:
@@ -381,22 +387,18 @@ class SelfPlay:
         """Yield each shard's :class:`ShardResult` as it completes (completion order).
 
         Leaving the loop early cancels the shards still running; to have that happen at once
-        rather than when the iterator is collected, wrap it in ``contextlib.aclosing``.
+        rather than when the iterator is collected, wrap it in ``contextlib.aclosing``. While
+        the stream is open, this task cannot make another call on this SelfPlay.
         """
         self._check_open("stream")
-        async with contextlib.aclosing(self._stream(model, opp, cfg, _CallFigures())) as results:
+        async with contextlib.aclosing(self._stream(model, opp, cfg, _CallFigures(), "stream")) as results:
             async for result in results:
                 yield result
 
     # -- the dispatch loop --------------------------------------------------------------------
 
     def _plan(self, cfg: Any) -> list[_Shard]:
-        for name in ("n_games", "seed", "first_game", "model_version"):
-            if not hasattr(cfg, name):
-                raise ConfigError(f"cfg must have a field {name!r} (n_games, seed, first_game, model_version)")
-        if not dataclasses.is_dataclass(cfg) or isinstance(cfg, type):
-            raise ConfigError(f"cfg must be a dataclass instance, got {type(cfg).__name__}")
-        cfg = _as_any(cfg)
+        check_cfg(cfg)
         size = self.shard_games or default_shard_games(cfg.n_games, self.workers, getattr(cfg, "batch_size", 1))
         return [
             _Shard(
@@ -406,108 +408,139 @@ class SelfPlay:
             for i, start in enumerate(range(0, cfg.n_games, size))
         ]
 
-    def _publish(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[WeightRef, WeightRef | None]:
-        assert self._weights is not None
+    async def _publish(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[WeightRef, WeightRef | None]:
+        assert self._weights is not None and self._pool is not None
+        weights = self._weights
         for net, role in ((model, "model"), (opp, "opponent")):
             if net is not None:
-                _check_rebuildable(net, role)
-        model_ref = self._weights.publish("model", model, version=cfg.model_version)
-        opp_ref = None
-        if opp is not None:
-            opp_ref = self._weights.publish("opponent", opp, version=getattr(cfg, "opponent_version", 0))
-        if self._warm is None:
-            self._warm = (model_ref.model_class, model_ref.model_cfg)
+                check_rebuildable(net, role)
+
+        def publish() -> tuple[WeightRef, WeightRef | None]:
+            model_ref = weights.publish("model", model, version=cfg.model_version)
+            opp_ref = None
+            if opp is not None:
+                opp_ref = weights.publish("opponent", opp, version=getattr(cfg, "opponent_version", 0))
+            return model_ref, opp_ref
+
+        # torch.save, fsync and the comparison with the last publication take long for a large
+        # model: off the event loop, so that shards of other work are collected meanwhile.
+        model_ref, opp_ref = await asyncio.to_thread(publish)
+        if self._pool.warm is None:
+            self._pool.warm = (model_ref.model_class, model_ref.model_cfg)
         return model_ref, opp_ref
 
     async def _stream(
-        self, model: nn.Module, opp: nn.Module | None, cfg: Any, figures: _CallFigures
+        self, model: nn.Module, opp: nn.Module | None, cfg: Any, figures: _CallFigures, what: str
     ) -> AsyncGenerator[ShardResult, None]:
-        assert self._lock is not None
         queue = deque(self._plan(cfg))
         figures.shards = len(queue)
-        async with self._lock:
-            self._check_open("play")
-            model_ref, opp_ref = self._publish(model, opp, cfg)
+        async with self._one_call(what):
+            self._check_open(what)
+            assert self._pool is not None
+            pool = self._pool
+            model_ref, opp_ref = await self._publish(model, opp, cfg)
             flights: dict[int, _Flight] = {}
-            done_shards: set[int] = set()
             call = log.bind(model_version=model_ref.version, publication=model_ref.publication)
             try:
                 while queue or flights:
-                    generation = await self._ensure_generation(figures)
-                    free = [s for s in range(self.workers) if s not in flights]
-                    while queue and free:
-                        shard, slot = queue.popleft(), free.pop(0)
-                        task = worker.ShardTask(
-                            self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt, slot
-                        )
-                        try:
-                            future = generation.submit(worker.run_shard, task)
-                        except BrokenProcessPool:
-                            # A worker died while idle: nothing of ours was lost, start anew.
-                            queue.appendleft(shard)
-                            await generation.kill("a worker died while idle")
-                            self._drop_generation(generation)
-                            break
-                        now = time.monotonic()
-                        flights[slot] = _Flight(shard, slot, future, generation, now, moved=now)
-                        call.debug(
-                            "shard_dispatched",
-                            shard=shard.index,
-                            attempt=shard.attempt,
-                            slot=slot,
-                            games=shard.cfg.n_games,
-                            first_game=shard.cfg.first_game,
-                        )
-                    broken_on_submit = self._generation is not generation
-                    if not broken_on_submit:
-                        await asyncio.wait(
-                            [f.future for f in flights.values()],
-                            timeout=_TICK,
-                            return_when=asyncio.FIRST_COMPLETED,
-                        )
-                    blame: dict[int, tuple[str, str]] | None
-                    if broken_on_submit:
-                        blame = {}  # nobody to blame: settle (requeue) what was dispatched
-                    elif any(_broke(f) for f in flights.values()):
-                        # A worker died and took the executor with it: settle every flight.
-                        blame = await self._blame_dead(generation, flights, call)
-                        await generation.kill("a worker died")
-                    elif (stalled := self._find_stall(flights)) is not None:
-                        blame = await self._blame_stalled(stalled, call)
-                        await generation.kill(f"worker stalled on shard {stalled.shard.index}")
+                    self._check_still_open()
+                    await self._dispatch(queue, flights, figures, call, model_ref, opp_ref)
+                    waits: list[asyncio.Future[Any]] = [f.future for f in flights.values()]
+                    waits += pool.starting()
+                    if waits:
+                        await asyncio.wait(waits, timeout=_TICK, return_when=asyncio.FIRST_COMPLETED)
                     else:
-                        blame = None
-                    if blame is not None:
-                        self._drop_generation(generation)
-                    settled = [f for f in flights.values() if blame is not None or f.future.done()]
-                    for flight in settled:
+                        await asyncio.sleep(_TICK)
+                    await pool.check_starts()
+                    for flight in [f for f in flights.values() if f.future.done()]:
                         del flights[flight.slot]
-                        result = self._settle(flight, queue, figures, call, (blame or {}).get(flight.slot))
-                        if result is not None and result.shard not in done_shards:
-                            done_shards.add(result.shard)
+                        result = await self._settle(flight, queue, figures, call)
+                        if result is not None:
                             yield result
+                    for flight, overdue in self._overdue(flights):
+                        del flights[flight.slot]
+                        await self._give_up_on(flight, overdue, queue, figures, call)
+                await self._dispatch(queue, flights, figures, call, model_ref, opp_ref)  # replace the dead
             finally:
                 if flights:
-                    with anyio.CancelScope(shield=True):
-                        await self._cancel_flights(flights, call)
+                    await self._cancel_flights(flights, call)
 
-    def _settle(
+    async def _dispatch(
         self,
-        flight: _Flight,
         queue: deque[_Shard],
+        flights: dict[int, _Flight],
         figures: _CallFigures,
         call: Any,
-        blame: tuple[str, str] | None,
-    ) -> ShardResult | None:
-        """Take a flight off: its result, or a retry (ShardFailed when none is left).
+        model_ref: WeightRef,
+        opp_ref: WeightRef | None,
+    ) -> None:
+        """Replace dead workers at once; send the next shards to free slots whose worker is ready."""
+        assert self._pool is not None
+        pool = self._pool
+        for slot in range(self.workers):
+            proc = pool.procs[slot]
+            if proc is None or proc.killed:
+                # Replaced now, not when a shard needs the slot: it starts while the others play.
+                figures.respawns += 1
+                new = pool.spawn(slot)
+                call.info("worker_respawning", slot=slot, pid=new.pid)
+                continue
+            if not queue or slot in flights or not proc.ready:
+                continue  # nothing to send, busy, or its worker is still starting
+            if not proc.alive():
+                await self._lost_idle(proc, call)
+                continue
+            shard = queue.popleft()
+            task = worker.ShardTask(self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt)
+            try:
+                payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as e:
+                raise ConfigError(f"shard {shard.index}'s task (play_fn, cfg) cannot be pickled: {e!r}") from e
+            pool.arrays.reset(slot)
+            try:
+                future = proc.submit(worker.run_shard, payload)
+            except BrokenProcessPool:  # its worker died while idle, and the executor noticed first
+                queue.appendleft(shard)
+                await self._lost_idle(proc, call)
+                continue
+            flights[slot] = _Flight(shard, slot, future, proc, time.monotonic())
+            call.debug(
+                "shard_dispatched",
+                shard=shard.index,
+                attempt=shard.attempt,
+                slot=slot,
+                pid=proc.pid,
+                games=shard.cfg.n_games,
+                first_game=shard.cfg.first_game,
+            )
 
-        ``blame`` is (reason, details) when this flight's worker died or stalled; a flight that
-        did not finish and is not to blame was collateral damage and runs again uncounted.
-        """
-        shard, fut = flight.shard, flight.future
-        exc = fut.exception() if fut.done() and not fut.cancelled() else None
-        if fut.done() and not fut.cancelled() and exc is None:
-            out = fut.result()
+    async def _lost_idle(self, proc: WorkerProcess, call: Any) -> None:
+        """A worker died with no shard of ours: replace it, and give up if that keeps happening."""
+        code = await proc.exit_code()
+        self._idle_deaths[proc.slot] += 1
+        deaths = self._idle_deaths[proc.slot]
+        call.warning("worker_died", pid=proc.pid, exit=signal_name(code), slot=proc.slot, shard=None, idle=True)
+        await proc.kill("died while idle")
+        if deaths >= _MAX_IDLE_DEATHS:
+            raise AspError(
+                f"the worker of slot {proc.slot} died {deaths} times in a row without a shard "
+                f"(last: {signal_name(code)}); see the workers' stderr"
+            )
+
+    async def _settle(
+        self, flight: _Flight, queue: deque[_Shard], figures: _CallFigures, call: Any
+    ) -> ShardResult | None:
+        """A finished flight: its result, or a retry (ShardFailed when none is left)."""
+        shard, fut, proc = flight.shard, flight.future, flight.proc
+        exc = fut.exception()
+        if exc is None:
+            try:
+                out = await _unpickle(fut.result())
+            except Exception as e:
+                reason = f"the coordinator could not unpickle shard {shard.index}'s result: {e!r}"
+                self._retry(shard, queue, figures, call, reason, "".join(traceback.format_exception(e)))
+                return None
+            self._idle_deaths[flight.slot] = 0
             call.info(
                 "shard_done",
                 shard=shard.index,
@@ -527,14 +560,80 @@ class SelfPlay:
                 shard.cfg.first_game,
                 shard.cfg.n_games,
             )
-        if blame is not None:
-            self._retry(shard, queue, figures, call, *blame)
-        elif exc is not None and not isinstance(exc, BrokenProcessPool):
+        self._check_still_open()  # a shard that aclose() stopped is no failure of the shard
+        if not isinstance(exc, BrokenProcessPool):
             self._retry(shard, queue, figures, call, f"play_fn raised {exc!r}", _remote_traceback(exc))
-        else:
-            call.info("shard_requeued", shard=shard.index, attempt=shard.attempt)
-            queue.appendleft(shard)
+            return None
+        code = await proc.exit_code()
+        began = flight.moved is not None or self._phase(flight.slot) != progress.IDLE
+        cause = _remote_traceback(exc) if exc.__cause__ is not None else None
+        call.warning(
+            "worker_died",
+            pid=proc.pid,
+            exit=signal_name(code),
+            slot=flight.slot,
+            shard=shard.index,
+            attempt=shard.attempt,
+            started_shard=began,
+            cause=cause,
+        )
+        await proc.kill("worker died")
+        reason = f"worker {proc.pid} died ({signal_name(code)})"
+        if not began:
+            reason += " before it started the shard"
+        self._retry(shard, queue, figures, call, reason, cause or reason)
         return None
+
+    def _phase(self, slot: int) -> int:
+        assert self._pool is not None
+        return int(self._pool.arrays.phase[slot])
+
+    def _overdue(self, flights: dict[int, _Flight]) -> list[tuple[_Flight, str]]:
+        """Flights to give up on: stalled ones, and ones their worker never started."""
+        assert self._pool is not None
+        now = time.monotonic()
+        overdue = []
+        for flight in flights.values():
+            phase = self._phase(flight.slot)
+            if phase == progress.IDLE and flight.moved is None:
+                if now - flight.dispatched > self.start_timeout:
+                    overdue.append((flight, "not_started"))
+                continue
+            if phase == progress.RETURNING:
+                continue  # pickling and sending a result is not a stall, however large it is
+            plies = self._pool.arrays.progress[flight.slot]
+            if flight.moved is None or plies != flight.plies:
+                flight.plies, flight.moved = plies, now
+            elif self.stall_timeout is not None and now - flight.moved > self.stall_timeout:
+                overdue.append((flight, "stalled"))
+        return overdue
+
+    async def _give_up_on(
+        self, flight: _Flight, overdue: str, queue: deque[_Shard], figures: _CallFigures, call: Any
+    ) -> None:
+        shard, proc = flight.shard, flight.proc
+        if overdue == "stalled":
+            assert flight.moved is not None
+            idle = time.monotonic() - flight.moved
+            stack = await proc.dump_stack()
+            call.error(
+                "worker_stalled",
+                pid=proc.pid,
+                slot=flight.slot,
+                shard=shard.index,
+                attempt=shard.attempt,
+                seconds_without_progress=round(idle, 2),
+                plies=flight.plies,
+                stack=stack,
+            )
+            reason, details = f"worker {proc.pid} stalled: no progress for {idle:.1f} s", stack
+        else:
+            waited = time.monotonic() - flight.dispatched
+            call.error("shard_not_started", pid=proc.pid, slot=flight.slot, shard=shard.index, seconds=round(waited, 2))
+            reason = f"worker {proc.pid} did not start the shard within start_timeout={self.start_timeout} s"
+            details = reason
+        await proc.kill(reason)
+        self._retry(shard, queue, figures, call, reason, details)
 
     def _retry(
         self, shard: _Shard, queue: deque[_Shard], figures: _CallFigures, call: Any, reason: str, details: str
@@ -553,77 +652,43 @@ class SelfPlay:
         figures.retries += 1
         queue.appendleft(shard)
 
-    def _drop_generation(self, generation: Generation) -> None:
-        if self._generation is generation:
-            self._generation = None
-
-    async def _blame_dead(
-        self, generation: Generation, flights: dict[int, _Flight], call: Any
-    ) -> dict[int, tuple[str, str]]:
-        dead = await generation.dead_workers()
-        # The executor SIGTERMs the survivors once one worker dies: blame the others.
-        dead = {pid: code for pid, code in dead.items() if code != -signal.SIGTERM} or dead
-        blame = {}
-        for flight in flights.values():
-            pid = generation.slot_pids[flight.slot]
-            if pid in dead:
-                reason = f"worker {pid} died ({signal_name(dead[pid])})"
-                call.warning(
-                    "worker_died",
-                    pid=pid,
-                    exit=signal_name(dead[pid]),
-                    shard=flight.shard.index,
-                    attempt=flight.shard.attempt,
-                    generation=generation.number,
-                )
-                blame[flight.slot] = (reason, reason)
-        return blame
-
-    async def _blame_stalled(self, flight: _Flight, call: Any) -> dict[int, tuple[str, str]]:
-        pid = flight.generation.slot_pids[flight.slot]
-        idle = time.monotonic() - flight.moved
-        stack = await flight.generation.dump_stack(pid) if pid else "(the shard never started in a worker)"
-        call.error(
-            "worker_stalled",
-            pid=pid,
-            shard=flight.shard.index,
-            attempt=flight.shard.attempt,
-            seconds_without_progress=round(idle, 2),
-            plies=flight.plies,
-            stack=stack,
-        )
-        return {flight.slot: (f"worker {pid} stalled: no progress for {idle:.1f} s", stack)}
-
-    def _find_stall(self, flights: dict[int, _Flight]) -> _Flight | None:
-        if self.stall_timeout is None:
-            return None
-        now = time.monotonic()
-        for flight in flights.values():
-            plies = flight.generation.progress[flight.slot]
-            if plies != flight.plies:
-                flight.plies, flight.moved = plies, now
-            elif now - flight.moved > self.stall_timeout:
-                return flight
-        return None
-
     async def _cancel_flights(self, flights: dict[int, _Flight], call: Any) -> None:
-        """Ask running shards to stop; kill their generation if they do not within the grace."""
+        """Ask running shards to stop; kill the workers of those that do not within the grace.
+
+        Completes however often the task is cancelled meanwhile; if even that is cut short
+        (the event loop shutting down), the workers still running a shard are SIGKILLed.
+        """
+        try:
+            await finish(self._stop_flights(flights, call))
+        finally:
+            for flight in flights.values():
+                if not flight.future.done():
+                    flight.proc.kill_now()
+            flights.clear()
+
+    async def _stop_flights(self, flights: dict[int, _Flight], call: Any) -> None:
+        assert self._pool is not None
         for flight in flights.values():
-            flight.generation.cancel[flight.slot] = 1
-            call.info("shard_cancelled", shard=flight.shard.index, attempt=flight.shard.attempt)
+            self._pool.arrays.cancel[flight.slot] = 1
+            call.info("shard_cancelled", shard=flight.shard.index, attempt=flight.shard.attempt, pid=flight.proc.pid)
         pending = [f.future for f in flights.values() if not f.future.done()]
         if pending:
             await asyncio.wait(pending, timeout=self.cancel_grace)
-        stuck = {f.generation for f in flights.values() if not f.future.done()}
-        for generation in stuck:
-            await generation.kill("cancelled shards did not stop within the grace period")
-            self._drop_generation(generation)
         for flight in flights.values():
-            if flight.future.done() and not flight.future.cancelled():
-                exc = flight.future.exception()  # retrieve it so asyncio does not log it
+            if not flight.future.done():
+                await flight.proc.kill("cancelled shard did not stop within the grace period")
+            elif not flight.future.cancelled():
+                exc = flight.future.exception()
                 if exc is not None and not isinstance(exc, ShardCancelled | BrokenProcessPool):
                     call.info("cancelled_shard_raised", shard=flight.shard.index, error=repr(exc))
-        flights.clear()
+
+
+async def _unpickle(payload: bytes) -> worker.ShardOutput:
+    if len(payload) > _UNPICKLE_IN_THREAD:
+        out: worker.ShardOutput = await asyncio.to_thread(pickle.loads, payload)
+    else:
+        out = pickle.loads(payload)
+    return out
 
 
 def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:
@@ -639,17 +704,3 @@ def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:
     """
     per_worker = max(1, min(4, n_games // (workers * max(1, batch_size))))
     return max(1, math.ceil(n_games / (workers * per_worker)))
-
-
-def _as_any(value: object) -> Any:
-    return value
-
-
-def _positive_int(name: str, value: object, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
-        raise ConfigError(f"SelfPlay {name} must be an int in 1..{high}, got {value!r}")
-
-
-def _positive_number(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ConfigError(f"SelfPlay {name} must be a positive number of seconds, got {value!r}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,9 +82,14 @@ class WeightStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._count = 0
         self._last: dict[str, tuple[tuple[int, int], WeightRef, dict[str, torch.Tensor]]] = {}
+        self._lock = threading.Lock()  # SelfPlay publishes from a thread
 
     def publish(self, role: str, model: nn.Module, *, version: int) -> WeightRef:
         """Make ``model``'s current weights available to workers as ``role`` at ``version``."""
+        with self._lock:
+            return self._publish(role, model, version)
+
+    def _publish(self, role: str, model: nn.Module, version: int) -> WeightRef:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         last = self._last.get(role)
         if last is not None and last[0] == (id(model), version) and _same_tensors(last[2], state):

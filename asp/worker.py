@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from asp import progress
+from asp.errors import ConfigError
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
@@ -52,7 +53,6 @@ class ShardTask:
     opponent: WeightRef | None
     shard: int
     attempt: int
-    slot: int
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,11 @@ def initialize(
     threads: int,
     parent_pid: int,
     stack_dir: str,
+    slot: int,
     progress_counters: MutableSequence[int],
     cancel_flags: MutableSequence[int],
     slot_pids: MutableSequence[int],
+    phases: MutableSequence[int],
     warm: tuple[type[nn.Module], Any] | None,
     log_settings: tuple[LogFormat, str],
 ) -> None:
@@ -108,7 +110,7 @@ def initialize(
         pass
     _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
     faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
-    progress.attach(progress_counters, cancel_flags, slot_pids)
+    progress.attach(slot, progress_counters, cancel_flags, slot_pids, phases)
     if warm is not None:
         _nets[("model", warm[0], _cfg_key(warm[1]))] = (-1, _build(*warm))
 
@@ -142,13 +144,33 @@ def _network(role: str, ref: WeightRef) -> nn.Module:
     return net
 
 
-def run_shard(task: ShardTask) -> ShardOutput:
-    """Play one shard with the weights the task names; raise whatever ``play_fn`` raises."""
+def run_shard(payload: bytes) -> bytes:
+    """Play one pickled :class:`ShardTask`; return the pickled :class:`ShardOutput`.
+
+    The coordinator pickles the task itself, so that a task this process cannot unpickle
+    (a class defined under ``if __name__ == "__main__":`` or in a notebook) is an ordinary
+    error of this shard, with its traceback, rather than a worker that dies before it says
+    which shard it was given. The result is pickled here, after :func:`asp.progress.end_shard`,
+    so that pickling a large result is never taken for a stall, and a result the coordinator
+    cannot unpickle is an error of this shard there, not a broken worker.
+    """
     started = time.perf_counter()
-    progress.set_slot(task.slot)
-    progress.heartbeat(0)
-    model = _network("model", task.model)
-    opponent = _network("opponent", task.opponent) if task.opponent is not None else None
-    progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
-    records, stats = task.play_fn(model, opponent, task.cfg)
-    return ShardOutput(records, stats, os.getpid(), time.perf_counter() - started)
+    progress.begin_shard()
+    try:
+        try:
+            task: ShardTask = pickle.loads(payload)
+        except Exception as e:
+            raise ConfigError(
+                f"the shard's task could not be unpickled in the worker ({e!r}): define play_fn, its cfg "
+                f"class and the network classes at module level of an importable module (not under "
+                f"`if __name__ == '__main__':`, not in a notebook cell)"
+            ) from e
+        progress.heartbeat(0)
+        model = _network("model", task.model)
+        opponent = _network("opponent", task.opponent) if task.opponent is not None else None
+        progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
+        records, stats = task.play_fn(model, opponent, task.cfg)
+    finally:
+        progress.end_shard()
+    output = ShardOutput(records, stats, os.getpid(), time.perf_counter() - started)
+    return pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL)

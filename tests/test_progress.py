@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -12,17 +12,25 @@ from asp import progress as progress_module
 from asp.testing import FaultConfig, fault_play
 from asp.tinychess import ModelConfig, TinyChess
 
+Attached = tuple[list[int], list[int], list[int], list[int]]
+
 
 @pytest.fixture
-def attached() -> Iterator[tuple[list[int], list[int], list[int]]]:
-    """Plain lists standing in for a worker's shared arrays; the module globals restored after."""
-    saved = (progress_module._progress, progress_module._cancel, progress_module._pids, progress_module._slot)
-    counters, cancel, pids = [0, 0], [0, 0], [0, 0]
-    progress_module.attach(counters, cancel, pids)
+def attached() -> Iterator[Callable[[int], Attached]]:
+    """``attach(slot)``: plain lists stand in for a worker's shared arrays; globals restored after."""
+    names = ("_progress", "_cancel", "_pids", "_phase", "_slot")
+    saved = [getattr(progress_module, name) for name in names]
+
+    def attach(slot: int) -> Attached:
+        counters, cancel, pids, phase = [0, 0], [0, 0], [0, 0], [0, 0]
+        progress_module.attach(slot, counters, cancel, pids, phase)
+        return counters, cancel, pids, phase
+
     try:
-        yield counters, cancel, pids
+        yield attach
     finally:
-        progress_module._progress, progress_module._cancel, progress_module._pids, progress_module._slot = saved
+        for name, value in zip(names, saved, strict=True):
+            setattr(progress_module, name, value)
 
 
 def test_heartbeat_outside_a_worker_is_a_no_op() -> None:
@@ -36,23 +44,22 @@ def test_heartbeat_outside_a_worker_is_a_no_op() -> None:
     assert stats["plies"] == 20
 
 
-def test_heartbeat_counts_plies_in_its_slot(attached: tuple[list[int], list[int], list[int]]) -> None:
-    counters, cancel, pids = attached
-    progress_module.set_slot(1)
-    assert pids == [0, os.getpid()]
+def test_heartbeat_counts_plies_in_its_slot(attached: Callable[[int], Attached]) -> None:
+    counters, cancel, pids, phase = attached(1)
+    progress_module.begin_shard()
+    assert pids == [0, os.getpid()] and phase == [0, progress_module.RUNNING]
     heartbeat(3)
     heartbeat()
     assert counters == [0, 4]
     cancel[0] = 1  # another slot's cancel flag does not concern this shard
     heartbeat(2)
     assert counters == [0, 6]
+    progress_module.end_shard()  # the result is on its way back: no stall clock now
+    assert phase == [0, progress_module.RETURNING]
 
 
-def test_heartbeat_raises_shard_cancelled_once_the_flag_is_set(
-    attached: tuple[list[int], list[int], list[int]],
-) -> None:
-    counters, cancel, _ = attached
-    progress_module.set_slot(0)
+def test_heartbeat_raises_shard_cancelled_once_the_flag_is_set(attached: Callable[[int], Attached]) -> None:
+    counters, cancel, _, _ = attached(0)
     heartbeat(5)
     cancel[0] = 1
     with pytest.raises(ShardCancelled, match="slot 0 was cancelled"):

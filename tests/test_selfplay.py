@@ -81,9 +81,9 @@ async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) ->
 
 def both_slots_busy(selfplay: SelfPlay) -> Callable[[], bool]:
     """True once both workers have reported progress on their shard."""
-    generation = selfplay._generation
-    assert generation is not None
-    return lambda: all(generation.progress[slot] > 0 for slot in range(selfplay.workers))
+    pool = selfplay._pool
+    assert pool is not None
+    return lambda: all(pool.arrays.progress[slot] > 0 for slot in range(selfplay.workers))
 
 
 def ordered_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
@@ -184,9 +184,8 @@ async def test_worker_that_dies_is_replaced_and_the_call_completes(
 ) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
-        assert selfplay._generation is not None
         workers = children()
-        assert workers == selfplay._generation.pids
+        assert workers == sorted(selfplay.pids)
         task = asyncio.create_task(selfplay.play(model, None, slow(2, first_game=100)))
         await wait_until(both_slots_busy(selfplay))
         victim = workers[0]
@@ -195,12 +194,13 @@ async def test_worker_that_dies_is_replaced_and_the_call_completes(
 
         assert ids(records) == [100, 101]  # complete, no duplicate
         assert stats["respawns"] == 1
-        assert stats["retries"] == 1  # the victim's shard; the other in-flight shard reran uncounted
+        assert stats["retries"] == 1  # the victim's shard; the other shard went on undisturbed
         died = events(logs, "worker_died")
-        assert [(e["pid"], e["exit"]) for e in died] == [(victim, "SIGKILL")]
-        assert len(events(logs, "pool_killed")) == 1 and len(events(logs, "pool_respawning")) == 1
+        assert [(e["pid"], e["exit"], e["started_shard"]) for e in died] == [(victim, "SIGKILL", True)]
+        assert len(events(logs, "worker_killed")) == 1 and len(events(logs, "worker_respawning")) == 1
         new_workers = children()
-        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+        # only the victim was replaced: one failure costs one worker
+        assert len(new_workers) == 2 and set(new_workers) & set(workers) == set(workers) - {victim}
         assert {r.pid for r in records} <= set(workers) | set(new_workers)
 
         # a worker that kills itself (once): retried on the new pool, the call completes
@@ -226,9 +226,10 @@ async def test_worker_that_dies_is_replaced_and_the_call_completes(
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3]
         assert (stats["retries"], stats["respawns"]) == (0, 1)
-        assert len(events(logs[mark:], "pool_killed")) == 1
+        idle_deaths = events(logs[mark:], "worker_died")
+        assert [(e["pid"], e["idle"]) for e in idle_deaths] == [(victim, True)]
         new_workers = children()
-        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+        assert len(new_workers) == 2 and set(new_workers) & set(workers) == set(workers) - {victim}
         assert {r.pid for r in records} <= set(new_workers)
 
 
@@ -257,10 +258,12 @@ async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
             assert "in fault_play" in stack and "asp/worker.py" in stack, stack
             assert [e["shard"] for e in events(logs[mark:], "shard_retried")] == [1]
             assert "stalled" in events(logs[mark:], "shard_retried")[0]["reason"]
-            assert not alive(event["pid"])  # the stalled worker was killed
-            assert [e["event"] for e in logs[mark:] if e["event"] in ("pool_killed", "pool_started")] == [
-                "pool_killed",
-                "pool_started",
+            assert not alive(event["pid"])  # the stalled worker was killed, and only it
+            assert set(children()) & set(workers) == set(workers) - {event["pid"]}
+            # replaced at once: the new worker starts while the call finishes on the other one
+            assert [e["event"] for e in logs[mark:] if e["event"] in ("worker_killed", "worker_respawning")] == [
+                "worker_killed",
+                "worker_respawning",
             ]
 
 
@@ -272,8 +275,7 @@ async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback
     model = tiny()
     bad = FaultConfig(n_games=4, fault="raise", fault_game=2)
     async with SelfPlay(workers=2, play_fn=fault_play, retries=2) as selfplay:
-        assert selfplay._generation is not None
-        workers = selfplay._generation.pids
+        workers = selfplay.pids
         with pytest.raises(ShardFailed, match="shard 2 failed after 3 attempt") as info:
             await selfplay.play(model, None, bad)
         assert (info.value.shard, info.value.attempts) == (2, 3)
@@ -286,8 +288,8 @@ async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3]
         assert (stats["retries"], stats["respawns"]) == (0, 0)
-        assert selfplay._generation.pids == workers
-        assert not events(logs, "pool_killed")
+        assert selfplay.pids == workers
+        assert not events(logs, "worker_killed")
 
     # retries=0: one attempt; the error leaves the `async with`, which still cleans up
     mark = len(logs)
@@ -311,8 +313,6 @@ async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback
 async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(logs: Logs, children: Children) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
-        generation = selfplay._generation
-        assert generation is not None
         workers = children()
 
         async def cancel_task() -> None:
@@ -347,38 +347,38 @@ async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(l
             assert ids(records) == [7, 8, 9, 10], how.__name__
             assert (stats["retries"], stats["respawns"]) == (0, 0), how.__name__
             # no process was killed or replaced
-            assert selfplay._generation is generation and children() == workers, how.__name__
-        assert not events(logs, "pool_killed")
+            assert children() == workers, how.__name__
+        assert not events(logs, "worker_killed")
 
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
-async def test_cancelling_a_shard_stuck_in_c_kills_the_pool_and_the_next_call_respawns(
+async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_replaces_it(
     logs: Logs, children: Children
 ) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
-        first = selfplay._generation
-        assert first is not None
+        assert selfplay._pool is not None
+        arrays = selfplay._pool.arrays
         workers = children()
+        stuck = selfplay.pids[0]
         task = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, fault="hang_in_c")))
-        await wait_until(lambda: first.slot_pids[0] != 0)  # shard 0 has started in a worker
+        await wait_until(lambda: arrays.pids[0] != 0)  # shard 0 has started in slot 0's worker
         await asyncio.sleep(0.2)
         started = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert time.monotonic() - started < 3.0  # cancel_grace (1 s), then a kill
-        killed = events(logs, "pool_killed")
-        assert len(killed) == 1 and "grace" in killed[0]["reason"]
-        assert not any(alive(pid) for pid in workers)
+        killed = events(logs, "worker_killed")
+        assert [(e["pid"], "grace" in e["reason"]) for e in killed] == [(stuck, True)]
+        assert not alive(stuck) and children() == sorted(set(workers) - {stuck})
 
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3]
         assert stats["respawns"] == 1
-        assert selfplay._generation is not None and selfplay._generation.number == 2
         new_workers = children()
-        assert len(new_workers) == 2 and not set(new_workers) & set(workers)
+        assert len(new_workers) == 2 and set(new_workers) & set(workers) == set(workers) - {stuck}
 
 
 # -- stream ----------------------------------------------------------------------------------
@@ -419,7 +419,7 @@ async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, childre
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3] and stats["respawns"] == 0
         assert children() == workers
-        assert not events(logs, "pool_killed")
+        assert not events(logs, "worker_killed")
 
 
 # -- life cycle ------------------------------------------------------------------------------
@@ -481,18 +481,23 @@ async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, childre
     shard hangs inside C) is killed after ``cancel_grace``; aclose does not return before."""
     selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None, cancel_grace=1.0)
     await selfplay.start()
-    workers = children()
+    selfplay_pids = selfplay.pids
     shards = selfplay.stream(tiny(), None, FaultConfig(n_games=2, fault="hang_in_c", fault_game=1))
     try:
         first = await shards.__anext__()  # shard 0; shard 1 hangs in its worker
         assert first.shard == 0
+        assert selfplay._pool is not None
+        arrays = selfplay._pool.arrays
+        await wait_until(lambda: arrays.progress[1] >= 1)  # weights loaded: play_fn (and its hang) next
+        await asyncio.sleep(0.2)
         started = time.monotonic()
         await selfplay.aclose()
         assert time.monotonic() - started < 10.0
         survivors = children()
         assert survivors == [], f"aclose returned with workers alive: {survivors}"
-        killed = events(logs, "pool_killed")
-        assert [(e["reason"], e["pids"]) for e in killed] == [("close_timeout", workers)]
+        hung = selfplay_pids[1]
+        killed = events(logs, "worker_killed")
+        assert (hung, "close_timeout") in [(e["pid"], e["reason"]) for e in killed]
     finally:
         for pid in children():  # should there be any
             os.kill(pid, signal.SIGKILL)
@@ -513,7 +518,7 @@ def test_workers_die_with_a_killed_coordinator(tmp_path: Path) -> None:
 
             async def main():
                 async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
-                    print("PIDS", *selfplay._generation.pids, flush=True)
+                    print("PIDS", *selfplay.pids, flush=True)
                     await asyncio.sleep(120)
 
 
