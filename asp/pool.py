@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import time
@@ -121,7 +122,10 @@ class WorkerProcess:
         return fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None and not self.killed
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive() and not self.killed
+        """True unless the process has ended (its sentinel is readable: no race with reaping)."""
+        if self.process is None or self.killed:
+            return False
+        return not multiprocessing.connection.wait([self.process.sentinel], timeout=0)
 
     def submit(self, fn: Callable[[bytes], bytes], payload: bytes) -> asyncio.Future[bytes]:
         future = asyncio.get_running_loop().run_in_executor(self.executor, fn, payload)

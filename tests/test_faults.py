@@ -1,0 +1,456 @@
+"""SelfPlay keeps its promises under faults that once broke them (issue 7), with real workers.
+
+Each test names the defect it guards against. Every one failed on the coordinator that ran a
+whole pool generation per failure domain: it respawned forever, blamed the wrong shard,
+deadlocked, or left processes and files behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from torch import nn
+
+from asp import ClosedError, ReentrancyError, SelfPlay, ShardFailed
+from asp.cores import _cgroup_quota, available_cores
+from asp.testing import FaultConfig, fault_play
+from asp.tinychess import ModelConfig, TinyChess
+
+Logs = list[dict[str, Any]]
+Children = Callable[[], list[int]]
+
+
+def tiny() -> TinyChess:
+    return TinyChess(ModelConfig(hidden=8, blocks=0))
+
+
+def events(logs: Logs, name: str) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == name]
+
+
+def ids(records: list[Any]) -> list[int]:
+    return [r.game_id for r in records]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.02)
+
+
+def in_coordinator() -> bool:
+    return multiprocessing.parent_process() is None
+
+
+# -- play functions and configs that misbehave; module level, so that workers import them ----
+
+
+def _exit_now() -> None:
+    os._exit(7)
+
+
+@dataclasses.dataclass(frozen=True)
+class KillsOnUnpickle(FaultConfig):
+    """A cfg whose unpickling ends the process: a worker dies on receiving the task."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_exit_now, ())
+
+
+class _Unloadable:
+    """A record part that a worker pickles fine and the coordinator cannot unpickle."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_refuse_in_coordinator, ())
+
+
+def _refuse_in_coordinator() -> _Unloadable:
+    if in_coordinator():
+        raise ValueError("this result cannot be loaded in the coordinator")
+    return _Unloadable()
+
+
+class _SlowToPickle:
+    """A record part that takes ``seconds`` to pickle: a large result, in effect."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        time.sleep(self.seconds)
+        return (_SlowToPickle, (0.0,))
+
+
+@dataclasses.dataclass
+class Tagged:
+    game_id: int
+    payload: Any
+
+
+def unloadable_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
+    records, stats = fault_play(model, opp, cfg)
+    payload: Any = _Unloadable() if cfg.fault_game in ids(records) else None
+    return [Tagged(r.game_id, payload) for r in records], stats
+
+
+def one_slow_shard_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
+    """fault_play; the shard holding ``fault_game`` plays 400 heartbeats 10 ms apart."""
+    if cfg.first_game <= cfg.fault_game < cfg.first_game + cfg.n_games:
+        cfg = dataclasses.replace(cfg, plies=400, delay=0.01)
+    return fault_play(model, opp, cfg)
+
+
+def slow_to_pickle_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
+    records, stats = fault_play(model, opp, cfg)
+    return [Tagged(r.game_id, _SlowToPickle(cfg.delay * 100)) for r in records], stats
+
+
+@dataclasses.dataclass(frozen=True)
+class SlowStartConfig:
+    marker_dir: str
+    width: int = 2
+
+
+class SlowStartNet(nn.Module):
+    """Built slowly (3 s) once, by the first worker that finds ``marker_dir/armed``."""
+
+    def __init__(self, cfg: SlowStartConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.fc = nn.Linear(cfg.width, 1)
+        if not in_coordinator():
+            try:
+                os.unlink(os.path.join(cfg.marker_dir, "armed"))
+            except FileNotFoundError:
+                return
+            time.sleep(3.0)
+
+
+# -- 1. a worker that dies or fails before it reports its shard ------------------------------
+
+
+@pytest.mark.timeout(90)
+def test_a_cfg_class_under_the_main_guard_fails_the_call_with_a_hint_instead_of_respawning_forever(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "user_script.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, dataclasses, sys
+
+            from asp import SelfPlay, ShardFailed
+            from asp.testing import FaultConfig, fault_play
+            from asp.tinychess import ModelConfig, TinyChess
+
+            if __name__ == "__main__":
+                @dataclasses.dataclass(frozen=True)
+                class MyConfig(FaultConfig):   # spawn workers never run this block
+                    pass
+
+                async def main():
+                    async with SelfPlay(workers=2, play_fn=fault_play, retries=1) as selfplay:
+                        try:
+                            await selfplay.play(TinyChess(ModelConfig(hidden=8, blocks=0)), None, MyConfig(n_games=2))
+                        except ShardFailed as e:
+                            print("FAILED", e.reason, flush=True)
+                            sys.exit(3)
+
+                asyncio.run(main())
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "could not be unpickled in the worker" in done.stdout
+    assert "module level of an importable module" in done.stdout
+    assert "worker_respawning" not in done.stderr  # an error of the shard, no process died
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_a_cfg_from_a_module_workers_cannot_import_fails_with_its_traceback(logs: Logs) -> None:
+    notebook = types.ModuleType("a_notebook_cell")
+    exec(  # a class defined in a notebook: its module exists in the coordinator only
+        "import dataclasses\nfrom asp.testing import FaultConfig\n"
+        "@dataclasses.dataclass(frozen=True)\nclass CellConfig(FaultConfig):\n    pass\n",
+        notebook.__dict__,
+    )
+    sys.modules["a_notebook_cell"] = notebook
+    try:
+        async with SelfPlay(workers=2, play_fn=fault_play, retries=1) as selfplay:
+            pids = selfplay.pids
+            with pytest.raises(ShardFailed, match="could not be unpickled") as info:
+                await selfplay.play(tiny(), None, notebook.CellConfig(n_games=2))
+            assert "No module named 'a_notebook_cell'" in info.value.traceback
+            assert info.value.attempts == 2
+            assert selfplay.pids == pids  # no worker died for it
+            assert not events(logs, "worker_died")
+    finally:
+        del sys.modules["a_notebook_cell"]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_a_worker_that_dies_on_receiving_its_task_is_charged_and_the_call_fails(logs: Logs) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, retries=2, shard_games=1) as selfplay:
+        with pytest.raises(ShardFailed, match="died \\(exit 7\\)") as info:
+            await selfplay.play(tiny(), None, KillsOnUnpickle(n_games=1))
+        assert info.value.attempts == 3
+        died = events(logs, "worker_died")
+        assert [(e["shard"], e["exit"], e["log_level"]) for e in died] == [(0, "exit 7", "warning")] * 3
+        assert [e["attempt"] for e in events(logs, "shard_retried")] == [0, 1]
+        # the SelfPlay is still usable
+        records, _ = await selfplay.play(tiny(), None, FaultConfig(n_games=2))
+        assert ids(records) == [0, 1]
+
+
+# -- 2. a crash noticed when the next shard is sent ------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_a_worker_killed_while_its_stream_waits_for_the_consumer_is_blamed(logs: Logs) -> None:
+    async with SelfPlay(workers=2, play_fn=one_slow_shard_play, shard_games=1) as selfplay:
+        assert selfplay._pool is not None
+        arrays = selfplay._pool.arrays
+        stream = selfplay.stream(tiny(), None, FaultConfig(n_games=4, plies=2, fault_game=1))
+        got: list[int] = []
+        try:
+            first = await stream.__anext__()  # shard 0 (quick); shard 1 (slow) runs in slot 1
+            got += ids(first.records)
+            await wait_until(lambda: arrays.phase[1] == 1 and arrays.progress[1] > 2)
+            victim = arrays.pids[1]
+            os.kill(victim, signal.SIGKILL)  # the generator is suspended: nobody looks
+            await wait_until(lambda: not _alive(victim))
+            await asyncio.sleep(0.3)  # the executor notices and breaks
+            async for result in stream:
+                got += ids(result.records)
+        finally:
+            await stream.aclose()
+        assert sorted(got) == [0, 1, 2, 3]
+        died = events(logs, "worker_died")
+        assert [(e["pid"], e["shard"], e["exit"]) for e in died] == [(victim, 1, "SIGKILL")]
+        assert [e["shard"] for e in events(logs, "shard_retried")] == [1]
+
+
+# -- 3. a call from the task that has a stream open ------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_a_call_inside_an_open_stream_raises_at_once_instead_of_waiting_forever(logs: Logs) -> None:
+    model = tiny()
+    async with SelfPlay(workers=1, play_fn=fault_play, shard_games=1) as selfplay:
+        async with asyncio.timeout(20):  # the old lock made this wait forever
+            async with contextlib.aclosing(selfplay.stream(model, None, FaultConfig(n_games=2))) as shards:
+                async for _ in shards:
+                    with pytest.raises(ReentrancyError, match="finish or close that stream first"):
+                        await selfplay.play(model, None, FaultConfig(n_games=1, first_game=9))
+                    break
+            stream = selfplay.stream(model, None, FaultConfig(n_games=2))
+            await stream.__anext__()  # half read, kept open
+            with pytest.raises(ReentrancyError):
+                await selfplay.play(model, None, FaultConfig(n_games=1))
+            await stream.aclose()
+            # closed: calls work again, and a call from another task simply waits its turn
+            other = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, first_game=5)))
+            records, _ = await selfplay.play(model, None, FaultConfig(n_games=2))
+            assert ids(records) == [0, 1] and ids((await other)[0]) == [5, 6]
+
+
+# -- 4. start means every worker has built its model -----------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_a_worker_still_starting_is_not_sent_shards_nor_charged_with_a_stall(
+    logs: Logs, children: Children, tmp_path: Path
+) -> None:
+    model = SlowStartNet(SlowStartConfig(str(tmp_path)))
+    cfg = FaultConfig(n_games=8, plies=20, delay=0.01)
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=0.5) as selfplay:
+        await selfplay.play(model, None, FaultConfig(n_games=2))  # workers now build this model at start
+        (tmp_path / "armed").touch()  # the next worker to build it takes 3 s
+        victim = selfplay.pids[1]
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        await wait_until(lambda: not _alive(victim))
+        mark = len(logs)
+        records, stats = await selfplay.play(model, None, cfg)
+        assert ids(records) == list(range(8))
+        assert not events(logs[mark:], "worker_stalled")
+        assert (stats["retries"], stats["respawns"]) == (0, 1), [e for e in logs[mark:] if e["log_level"] != "debug"]
+        # the replacement got no shard before it had started: the survivor played them all
+        survivor = selfplay.pids[0]
+        assert {r.pid for r in records} == {survivor}
+        assert not (tmp_path / "armed").exists()
+
+
+# -- 6. clean-up under repeated cancellation -------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_two_native_cancels_still_stop_every_worker_and_remove_every_file(logs: Logs, children: Children) -> None:
+    opened: list[SelfPlay] = []
+
+    async def run() -> None:
+        async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
+            opened.append(selfplay)
+            # shard 0 hangs inside C: only a kill after cancel_grace stops it
+            await selfplay.play(tiny(), None, FaultConfig(n_games=2, fault="hang_in_c", plies=1000, delay=0.01))
+
+    task = asyncio.create_task(run())
+    await wait_until(lambda: bool(opened) and opened[0]._pool is not None and opened[0]._pool.arrays.phase[0] == 1)
+    await asyncio.sleep(0.3)
+    tmp = opened[0]._tmp
+    task.cancel()
+    await asyncio.sleep(0.3)  # clean-up under way (cancel_grace is 1 s)
+    task.cancel()  # a second Ctrl-C: breaks into anyio's shield
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert tmp is not None and not tmp.exists()
+    assert children() == []
+    assert events(logs, "selfplay_closed")
+
+
+# -- 10. blame ------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_a_worker_sigtermed_by_an_operator_costs_only_its_own_shard(logs: Logs, children: Children) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1) as selfplay:
+        assert selfplay._pool is not None
+        arrays = selfplay._pool.arrays
+        workers = children()
+        task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=200, delay=0.01)))
+        await wait_until(lambda: all(arrays.progress[s] > 5 for s in (0, 1)))
+        victim, other = arrays.pids[0], arrays.pids[1]
+        os.kill(victim, signal.SIGTERM)  # an operator's `kill`
+        records, stats = await task
+        assert ids(records) == [0, 1]
+        assert (stats["retries"], stats["respawns"]) == (1, 1)
+        assert [(e["pid"], e["shard"], e["exit"]) for e in events(logs, "worker_died")] == [(victim, 0, "SIGTERM")]
+        assert other in children() and {r.pid for r in records if r.game_id == 1} == {other}
+        assert set(children()) & set(workers) == {other}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_a_result_the_coordinator_cannot_unpickle_is_an_error_of_its_shard_with_the_real_cause(
+    logs: Logs,
+) -> None:
+    async with SelfPlay(workers=2, play_fn=unloadable_play, shard_games=1, retries=1) as selfplay:
+        pids = selfplay.pids
+        with pytest.raises(ShardFailed, match="could not unpickle shard 1's result") as info:
+            await selfplay.play(tiny(), None, FaultConfig(n_games=2, fault_game=1))
+        assert "this result cannot be loaded in the coordinator" in info.value.traceback
+        assert not events(logs, "worker_died")
+        assert selfplay.pids == pids  # no worker was blamed, killed or replaced
+
+
+# -- 11. smaller ones ------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_pickling_a_large_result_is_not_a_stall(logs: Logs) -> None:
+    async with SelfPlay(workers=1, play_fn=slow_to_pickle_play, stall_timeout=0.5) as selfplay:
+        # the result takes 2 x 1 s to pickle in the worker, with no heartbeat meanwhile
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=1, delay=0.01))
+        assert ids(records) == [0, 1]
+        assert not events(logs, "worker_stalled") and stats["retries"] == 0
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_aclose_from_another_task_ends_a_running_call_with_closed_error(logs: Logs, children: Children) -> None:
+    selfplay = SelfPlay(workers=2, play_fn=fault_play)
+    await selfplay.start()
+    assert selfplay._pool is not None
+    arrays = selfplay._pool.arrays
+    call = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=500, delay=0.01)))
+    await wait_until(lambda: arrays.progress[0] > 0)
+    await selfplay.aclose()
+    with pytest.raises(ClosedError, match="closed"):
+        await call
+    assert children() == []
+
+
+def test_default_workers_follow_the_cpu_affinity() -> None:
+    saved = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(saved)})
+        assert available_cores() == 1
+        assert SelfPlay(play_fn=fault_play).workers == 1
+    finally:
+        os.sched_setaffinity(0, saved)
+    assert SelfPlay(play_fn=fault_play).workers == available_cores()
+
+
+def test_a_cgroup_cpu_quota_caps_the_cores(tmp_path: Path) -> None:
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert _cgroup_quota(tmp_path) == 1.5
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert _cgroup_quota(tmp_path) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("50000\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert _cgroup_quota(v1) == 0.5
+
+
+@pytest.mark.timeout(90)
+def test_a_program_that_configures_no_logging_sees_no_debug_events(tmp_path: Path) -> None:
+    script = tmp_path / "quiet.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+import contextlib
+
+            from asp import SelfPlay
+            from asp.testing import FaultConfig, fault_play
+            from asp.tinychess import ModelConfig, TinyChess
+
+            async def main():
+                async with SelfPlay(workers=1, play_fn=fault_play, shard_games=1) as selfplay:
+                    await selfplay.play(TinyChess(ModelConfig(hidden=8, blocks=0)), None, FaultConfig(n_games=3))
+                print("DONE")
+
+            if __name__ == "__main__":
+                asyncio.run(main())
+            """
+        )
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "DONE\n"  # nothing of the library on standard output
+    assert "shard_dispatched" not in done.stderr and "weights_loaded" not in done.stderr
+    assert "shard_done" in done.stderr  # info events still go to standard error
