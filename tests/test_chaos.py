@@ -1,0 +1,112 @@
+"""Chaos: workers SIGKILLed from outside at random moments and shards that hang, in one SelfPlay.
+
+Every call must still return every game id exactly once, and no worker may outlive the
+SelfPlay. The seed changes with every run (set ``ASP_CHAOS_SEED`` to replay one); the summary
+(kills, stalls, respawns, seconds) is printed as ``chaos_summary`` (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asp import SelfPlay
+from asp.testing import FaultConfig, fault_play
+from asp.tinychess import ModelConfig, TinyChess
+
+Logs = list[dict[str, Any]]
+
+KILL_CALLS = 32  # a worker SIGKILLed at a random moment
+HANG_CALLS = 12  # one shard's game hangs (no heartbeat) on its first attempt
+BOTH_CALLS = 6  # both
+QUIET_CALLS = 10  # neither
+
+
+def _ready_pids(selfplay: SelfPlay) -> list[int]:
+    """Pids of workers that have started (a kill while starting is another test's business)."""
+    pool = selfplay._pool
+    assert pool is not None
+    return [p.pid for p in pool.procs if p is not None and p.ready and p.alive() and p.pid is not None]
+
+
+async def _kill_one_later(selfplay: SelfPlay, rng: random.Random, kills: list[int]) -> None:
+    """SIGKILL a random started worker at a random moment: mid-game, idle, or sending a result."""
+    deadline = time.monotonic() + 60
+    await asyncio.sleep(rng.uniform(0.0, 0.8))
+    while time.monotonic() < deadline:
+        pids = _ready_pids(selfplay)
+        if pids:
+            victim = rng.choice(pids)
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            kills.append(victim)
+            return
+        await asyncio.sleep(0.05)  # both workers are starting: wait for one
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.asyncio
+async def test_chaos_every_game_once_no_worker_left(
+    logs: Logs, children: Callable[[], list[int]], tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("ASP_CHAOS_SEED", time.time_ns() % 2**32))
+    rng = random.Random(seed)
+    plan = ["kill"] * KILL_CALLS + ["hang"] * HANG_CALLS + ["both"] * BOTH_CALLS + ["none"] * QUIET_CALLS
+    rng.shuffle(plan)
+    model = TinyChess(ModelConfig(hidden=8, blocks=0))
+    kills: list[int] = []
+    started = time.monotonic()
+    selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=2, stall_timeout=1.0, retries=20, cancel_grace=0.5)
+    async with selfplay:
+        first_game = 0
+        respawns = retries = 0
+        for call, what in enumerate(plan):
+            n_games = rng.randint(4, 10)
+            marker_dir = tmp_path / f"call-{call}"
+            marker_dir.mkdir()
+            cfg = FaultConfig(
+                n_games=n_games,
+                first_game=first_game,
+                plies=rng.randint(5, 30),
+                delay=0.005,
+                fault="hang" if what in ("hang", "both") else "none",
+                fault_game=first_game + rng.randrange(n_games),
+                once=True,
+                marker_dir=str(marker_dir),
+            )
+            killer = None
+            if what in ("kill", "both"):
+                killer = asyncio.create_task(_kill_one_later(selfplay, rng, kills))
+            records, stats = await selfplay.play(model, None, cfg)
+            if killer is not None:
+                await killer
+            got = [r.game_id for r in records]
+            assert got == list(range(first_game, first_game + n_games)), f"seed {seed}, call {call} ({what})"
+            respawns += stats["respawns"]
+            retries += stats["retries"]
+            first_game += n_games
+        assert children(), "the SelfPlay still has its workers"
+    seconds = time.monotonic() - started
+    assert children() == [], f"seed {seed}: workers outlived the SelfPlay"
+    stalls = [e for e in logs if e["event"] == "worker_stalled"]
+    summary = (
+        f"chaos_summary seed={seed} calls={len(plan)} kills={len(kills)} stalls={len(stalls)} "
+        f"respawns={respawns} retries={retries} seconds={seconds:.1f}"
+    )
+    print(summary)  # noqa: T201 (shown with -s or -rP; the figures of a run)
+    # every hang was met by the stall clock (or its worker was SIGKILLed first, in a "both" call)
+    assert len(stalls) >= HANG_CALLS, f"seed {seed}"
+    assert len(kills) >= KILL_CALLS, f"seed {seed}: only {len(kills)} kills were delivered"
+    # every kill was noticed, but for one after the last call and one that can land on a worker
+    # the coordinator was killing at that moment (a stalled one)
+    assert len([e for e in logs if e["event"] == "worker_died"]) >= len(kills) - 2, f"seed {seed}"
