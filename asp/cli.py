@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -193,7 +194,10 @@ def _train(args: argparse.Namespace) -> int:
             stopped_by.append(signal.SIGTERM)
             task.cancel()
 
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+        # Signal handlers belong to the main thread; run elsewhere (an application embedding
+        # asp, a test), SIGTERM stays the application's business.
+        if threading.current_thread() is threading.main_thread():
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
         return await train_session(
             run,
             cfg,
@@ -207,10 +211,11 @@ def _train(args: argparse.Namespace) -> int:
         with display, asyncio.Runner() as runner:
             history = runner.run(session())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        done = display.iterations_done
+        # The checkpoint, not this process, knows: a resumed run began with iterations done.
+        saved = run.saved_iterations()
         print(
-            f"asp train: interrupted during iteration {done}; the checkpoint holds {done} complete "
-            f"iteration(s); resume with: {resume_hint}",
+            f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
+            f"resume with: {resume_hint}",
             file=sys.stderr,
         )
         return 128 + signal.SIGTERM if stopped_by else EXIT_INTERRUPTED

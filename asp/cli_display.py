@@ -19,7 +19,6 @@ class TrainDisplay:
 
     def __init__(self, iterations: int, *, live: bool) -> None:
         self.iterations = iterations
-        self.iterations_done = 0
         self.console = Console(stderr=True)
         self.last_line: dict[str, Any] = {}
         self.score: float | None = None
@@ -70,7 +69,6 @@ class TrainDisplay:
             self.progress.update(self.task, status=self._status() + "  (evaluating)")
         elif kind == "iteration":
             self.last_line = fields
-            self.iterations_done = fields["iteration"] + 1
             if "eval/score" in fields:
                 self.score = fields["eval/score"]
             text = (

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import time
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
@@ -38,8 +39,9 @@ from typing import Any
 import structlog
 from torch import nn
 
-from asp.errors import ConfigError
+from asp.errors import AspError, ConfigError
 from asp.selfplay import SelfPlay
+from asp.shield import finish_in_thread, finish_thread_call, wait_out
 
 __all__ = ["IterationReport", "Pipeline"]
 
@@ -91,6 +93,13 @@ class _Play:
     version: int
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        # Once only: a second cancel would break into the play's shielded clean-up.
+        if not self.cancelled:
+            self.cancelled = True
+            self.task.cancel()
 
 
 class Pipeline:
@@ -131,14 +140,24 @@ class Pipeline:
 
     async def _play(self, iteration: int, version: int, weights: nn.Module) -> tuple[list[Any], dict[str, Any]]:
         cfg = self.play_cfg(iteration, version)
-        records: list[Any] = []
+        # Keyed by game id: a shard run twice (execution is at-least-once) counts once.
+        by_id: dict[int, Any] = {}
         async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
             async for shard in shards:
-                records.extend(shard.records)
+                for record in shard.records:
+                    by_id.setdefault(record.game_id, record)
                 if self.on_shard is not None:
-                    self.on_shard(iteration, len(records), cfg.n_games)
-        records.sort(key=lambda r: r.game_id)
-        return records, _summarise(self.selfplay, records)
+                    self.on_shard(iteration, len(by_id), cfg.n_games)
+        expected = range(cfg.first_game, cfg.first_game + cfg.n_games)
+        missing = [i for i in expected if i not in by_id]
+        extra = sorted(i for i in by_id if i not in expected)
+        if missing or extra:
+            raise AspError(
+                f"iteration {iteration}: the play_fn's games do not match the ids {expected.start}.."
+                f"{expected.stop - 1}: missing {_some(missing)}, unexpected {_some(extra)}"
+            )
+        records = [by_id[i] for i in expected]
+        return records, self.selfplay.summarise(records)
 
     def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
         # ``weights`` must not change while the games are played: a play that overlaps training
@@ -162,29 +181,46 @@ class Pipeline:
         run exactly, pass as ``first_play`` the weights that were playing iteration ``start``
         when the run stopped (:attr:`IterationReport.next_play_weights` of the last report,
         one version older than ``version``).
+
+        Training and copying weights run in threads. However ``run`` is left (exhausted, an
+        error, cancellation, ``aclose()``), it first waits for the train call in progress and
+        for the play in flight to stop: once it is left, nothing of it changes the model or
+        plays. A cancellation that arrives during that clean-up is re-raised after it, unless
+        an error is already on its way out: as with :class:`asyncio.TaskGroup`, the error wins.
+
+        :raises AspError: when an iteration's games lack an id of ``cfg.first_game ..
+            cfg.first_game + cfg.n_games - 1`` or have one outside it (of an id that comes
+            twice, the first record is kept).
         """
         version = start if version is None else version
         end = start + iterations
         play: _Play | None = None
         if first_play is not None:
             play = self._start_play(start, version - 1, first_play)
+        error: BaseException | None = None
         try:
             boundary = time.perf_counter()
             for iteration in range(start, end):
                 if play is None:
                     play = self._start_play(iteration, version, self.model)
-                records, play_stats = await play.task
+                # Not ``await play.task``: our cancellations would reach into the play's clean-up;
+                # ``_stop`` cancels it once.
+                await asyncio.wait({play.task})
+                records, play_stats = play.task.result()
                 done = play
                 play = None
                 snapshot = None
                 if self.overlap:
                     # The weights that play (or, after the last iteration, would play) the next
                     # iteration: a run extended later replays it with exactly these.
-                    snapshot = copy.deepcopy(self.model)
+                    snapshot = await finish_in_thread(copy.deepcopy, self.model)
                     if iteration + 1 < end:
                         play = self._start_play(iteration + 1, version, snapshot)
                 train_started = time.perf_counter()
-                metrics = await asyncio.to_thread(self.train, records)
+                # Cancelled while training: the play in flight stops while the train call ends.
+                metrics = await finish_thread_call(
+                    functools.partial(self.train, records), on_cancel=play.cancel if play is not None else None
+                )
                 train_ended = time.perf_counter()
                 overlap = 0.0
                 if play is not None:
@@ -213,14 +249,29 @@ class Pipeline:
                          overlap_seconds=round(overlap, 3))  # fmt: skip
                 yield report
                 boundary = time.perf_counter()
+        except BaseException as e:
+            error = e
+            raise
         finally:
-            if play is not None and not play.task.done():
-                play.task.cancel()
-            if play is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await play.task
+            cancelled = await self._stop(play, error)
+            if cancelled and (error is None or isinstance(error, GeneratorExit)):
+                raise asyncio.CancelledError
+
+    async def _stop(self, play: _Play | None, error: BaseException | None) -> bool:
+        """Cancel the play in flight and wait until it has stopped; True if we were cancelled meanwhile."""
+        if play is None:
+            return False
+        play.cancel()
+        cancelled = await wait_out(play.task)
+        failure = None if play.task.cancelled() else play.task.exception()
+        if failure is not None and failure is not error:
+            # Never raised: the error or cancellation that ended the run says why it ended.
+            log.warning("play_failed_while_stopping", error=repr(failure))
+        return cancelled
 
 
-def _summarise(selfplay: SelfPlay, records: list[Any]) -> dict[str, Any]:
-    summarise = selfplay._summarise
-    return summarise(records) if summarise is not None else {"games": len(records)}
+def _some(ids: list[int]) -> str:
+    if not ids:
+        return "none"
+    shown = ", ".join(map(str, ids[:10]))
+    return f"[{shown}]" if len(ids) <= 10 else f"[{shown}, ...] ({len(ids)} in all)"

@@ -28,26 +28,74 @@ fallback that is fast (SIGKILL, removing a directory).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+import contextvars
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["finish"]
+import anyio
+import structlog
 
+__all__ = ["finish", "finish_in_thread", "finish_thread_call", "wait_out"]
+
+log = structlog.get_logger("asp.shield")
+
+P = ParamSpec("P")
 T = TypeVar("T")
 
 
+async def wait_out(fut: asyncio.Future[Any], on_cancel: Callable[[], object] | None = None) -> bool:
+    """Wait until ``fut`` is done, whatever cancellation arrives meanwhile; True if some did.
+
+    ``fut`` itself is never cancelled by this wait; ``on_cancel`` is called at the first
+    cancellation. Every cancellation of the current task is absorbed (a second native
+    ``Task.cancel()`` breaks into anyio shields, so a shield alone is not enough); the anyio
+    shield keeps an anyio cancel scope outside from re-delivering its cancellation at every
+    turn of the loop while the wait goes on.
+    """
+    cancelled = False
+    with anyio.CancelScope(shield=True):
+        while not fut.done():
+            try:
+                await asyncio.wait({fut})
+            except asyncio.CancelledError:
+                if not cancelled and on_cancel is not None:
+                    on_cancel()
+                cancelled = True
+    return cancelled
+
+
 async def finish(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to its end even if the calling task is cancelled meanwhile; then re-raise."""
+    """Run ``coro`` to its end even if the calling task is cancelled meanwhile; then re-raise.
+
+    If the clean-up task itself is cancelled (the event loop shutting down), that
+    CancelledError is raised at once.
+    """
     task = asyncio.ensure_future(coro)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError as e:
-            if task.done() and task.cancelled():
-                raise  # the clean-up itself was cancelled: the loop is going away
-            cancelled = cancelled or e
-    result = task.result()
-    if cancelled is not None:
-        raise cancelled
-    return result
+    if await wait_out(task):
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation says why the caller stops
+        raise asyncio.CancelledError
+    return task.result()
+
+
+async def finish_thread_call(call: Callable[[], T], *, on_cancel: Callable[[], object] | None = None) -> T:
+    """Run ``call()`` in a thread and wait for it to return, through any cancellation; then re-raise."""
+    fut = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, call)
+    if await wait_out(fut, on_cancel):
+        if (error := fut.exception()) is not None:
+            func = getattr(call, "func", call)  # the partial's function: its arguments may be huge
+            log.warning("thread_failed_after_cancel", function=getattr(func, "__qualname__", "?"), error=repr(error))
+        raise asyncio.CancelledError
+    return fut.result()
+
+
+async def finish_in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``await asyncio.to_thread(func, ...)``, except that it always waits for ``func`` to return.
+
+    A thread cannot be interrupted: a caller that left while it ran would believe everything
+    had stopped while the thread went on changing a model or writing files. A cancellation
+    that arrives meanwhile (repeated, too) is re-raised once ``func`` has returned; an error
+    ``func`` raised after the cancellation is logged, since the cancellation came first.
+    """
+    return await finish_thread_call(functools.partial(func, *args, **kwargs))

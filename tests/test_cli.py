@@ -11,6 +11,7 @@ import dataclasses
 import io
 import json
 import math
+import os
 import re
 import shutil
 import signal
@@ -27,7 +28,7 @@ import pytest
 import torch
 
 from asp.tinychess.model import ModelConfig
-from asp.tinychess.run import RunConfig
+from asp.tinychess.run import RunConfig, load_checkpoint
 
 RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
 TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
@@ -87,6 +88,22 @@ def files(run: Path) -> dict[str, bytes]:
 def differing_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]:
     assert a.keys() == b.keys()
     return [k for k in a if not torch.equal(a[k], b[k])]
+
+
+def differences(a: Any, b: Any, path: str = "") -> list[str]:
+    """Where two checkpoints differ: the path of every entry (nested too) that is not the same."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+        return [] if same and a.shape == b.shape and torch.equal(a, b) else [path]
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{path} (keys {sorted(map(str, a.keys() ^ b.keys()))})"]
+        return [d for k in a for d in differences(a[k], b[k], f"{path}/{k}")]
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        if type(a) is not type(b) or len(a) != len(b):
+            return [path]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path]
 
 
 @dataclasses.dataclass
@@ -160,7 +177,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
         for key in ("loss/total", "loss/policy", "loss/value", "loss/entropy", "play/plies_per_s"):
             assert math.isfinite(line[key]), (key, line)
         assert line["play/plies_per_s"] > 0 and line["play/games"] == 8
-        assert {"time/play", "time/train", "time/overlap", "time/wall"} <= line.keys()
+        assert {"time/play", "time/train", "time/overlap", "time/wall", "time/artefacts"} <= line.keys()
         assert all(line[k] >= 0 for k in line if k.startswith("time/"))
     assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
     assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8
@@ -204,6 +221,8 @@ def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run
     _assert_resumed_run_is_complete(sequential)
     whole, split = checkpoint(sequential.whole), checkpoint(sequential.split)
     assert differing_tensors(whole["model"], split["model"]) == []
+    # Every entry: optimizer, random states, trainer steps... a run resumed again goes on the same way.
+    assert differences(whole, split) == []
     # The same games and the same losses on the way.
     for a, b in zip(metrics(sequential.whole), metrics(sequential.split), strict=True):
         assert {k: v for k, v in a.items() if k.startswith(("loss/", "play/results", "staleness"))} == {
@@ -233,14 +252,17 @@ def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run
         f"{len(differ)} of {len(whole['model'])} tensors differ: {differ}; (version_played, staleness) "
         f"per iteration: uninterrupted {versions}, resumed {resumed_versions}"
     )
+    # Every entry: the weights playing the next iteration, optimizer, random states, trainer steps.
+    assert differences(whole, split) == []
 
 
 # -- (c) interruption ------------------------------------------------------------------------
 
 
-def _wait_for_first_iteration(proc: subprocess.Popen[bytes], run: Path, log: Path) -> None:
+def _wait_for_first_iteration(proc: subprocess.Popen[bytes], run: Path, log: Path, lines: int = 1) -> None:
+    """Wait until metrics.jsonl has ``lines`` lines."""
     deadline = time.monotonic() + RUN_LIMIT
-    while not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text().count("\n") >= 1):
+    while not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text().count("\n") >= lines):
         assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log.read_text()}"
         assert time.monotonic() < deadline, "no iteration finished in time"
         time.sleep(0.1)
@@ -329,6 +351,115 @@ def test_sigterm_exits_nonzero_with_a_loadable_checkpoint(long_run: tuple[Path, 
     assert code != 0, log.read_text()
     assert f"asp train --resume {run}" in log.read_text()
     assert checkpoint(run)["next_iteration"] >= 1
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoint(run_copy: Path) -> None:
+    log = run_copy.parent / "stderr.txt"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(
+            command("train", "--resume", str(run_copy), "--iterations", "50", "--workers", "2", "--no-progress"),
+            cwd=run_copy.parent,
+            stdout=err,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_for_first_iteration(proc, run_copy, log, lines=3)  # the 2 it had, and 1 of its own
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    stderr = log.read_text()
+    assert code == 130, stderr
+    held = checkpoint(run_copy)["next_iteration"]
+    assert held >= 3
+    assert f"the checkpoint holds {held} complete iteration(s) of 50; resume with: asp train --resume {run_copy}" in (
+        stderr
+    )
+
+
+def _process_group(pgid: int) -> list[int]:
+    """Live processes (zombies excepted) of process group ``pgid``."""
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                members.append(process.pid)
+        except (OSError, psutil.Error):
+            pass
+    return members
+
+
+@pytest.mark.timeout(RUN_LIMIT + 60)
+def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_path: Path) -> None:
+    run, log, tmp = tmp_path / "run", tmp_path / "stderr.txt", tmp_path / "tmp"
+    tmp.mkdir()
+    options = ["--iterations", "50", "--games", "16", "--run-dir", str(run), *TINY]
+    with open(log, "wb") as err:
+        # A session of its own, like a shell's job: Ctrl-C in a terminal reaches its whole process group.
+        proc = subprocess.Popen(
+            command("train", *options),
+            cwd=tmp_path,
+            stdout=err,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "TMPDIR": str(tmp)},
+            start_new_session=True,
+        )
+        try:
+            _wait_for_first_iteration(proc, run, log)  # then mid-iteration: playing and training the next
+            children = psutil.Process(proc.pid).children(recursive=True)
+            assert len(children) >= 2, children
+            for _ in range(2):
+                try:
+                    os.killpg(proc.pid, signal.SIGINT)
+                except ProcessLookupError:  # gone after the first
+                    break
+                time.sleep(0.3)
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"still running 30 s after two Ctrl-C:\n{log.read_text()}") from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    stderr = log.read_text()
+    assert code == 130, stderr
+    assert f"resume with: asp train --resume {run}" in stderr
+    assert _survivors(children) == [], f"children left alive after two Ctrl-C:\n{stderr}"
+    deadline = time.monotonic() + 10
+    while (group := _process_group(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group == [], f"processes of the run's group left alive:\n{stderr}"
+    assert sorted(p.name for p in tmp.glob("asp-*")) == [], f"temporary files left behind:\n{stderr}"
+    if (run / "checkpoint.pt").exists():
+        assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] >= 1
+
+
+@pytest.mark.timeout(RUN_LIMIT + 60)
+def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path: Path) -> None:
+    # An application that runs the command line in a thread of its own: no signal handler there.
+    code = (
+        "import sys, threading\n"
+        "from asp.cli import main\n"
+        "codes = []\n"
+        "thread = threading.Thread(target=lambda: codes.append(main(sys.argv[1:])))\n"
+        "thread.start()\n"
+        "thread.join()\n"
+        "sys.exit(codes[0] if codes else 99)\n"
+    )
+    run = tmp_path / "run"
+    args = ["train", "--iterations", "1", "--run-dir", str(run), *GAMES, *TINY]
+    result = finish(
+        subprocess.Popen(
+            [sys.executable, "-c", code, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    )
+    ok(result)
+    assert f"trained 1 iterations in {run}" in result.stdout
+    assert checkpoint(run)["next_iteration"] == 1
 
 
 # -- (d) bad input ---------------------------------------------------------------------------

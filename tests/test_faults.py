@@ -292,21 +292,25 @@ async def test_a_worker_still_starting_is_not_sent_shards_nor_charged_with_a_sta
     logs: Logs, children: Children, tmp_path: Path
 ) -> None:
     model = SlowStartNet(SlowStartConfig(str(tmp_path)))
-    cfg = FaultConfig(n_games=8, plies=20, delay=0.01)
+    cfg = FaultConfig(n_games=4, plies=60, delay=0.01)  # shards of 0.6 s: longer than the stall timeout
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=0.5) as selfplay:
         await selfplay.play(model, None, FaultConfig(n_games=2))  # workers now build this model at start
         (tmp_path / "armed").touch()  # the next worker to build it takes 3 s
-        victim = selfplay.pids[1]
-        assert victim is not None
+        survivor, victim = selfplay.pids
+        assert victim is not None and selfplay._pool is not None
+        victim_proc = selfplay._pool.procs[1]
+        assert victim_proc is not None
         os.kill(victim, signal.SIGKILL)
-        await wait_until(lambda: not _alive(victim))
+        # gone for good: every thread has let go of its files (the main thread turns zombie earlier)
+        await wait_until(lambda: not victim_proc.alive())
         mark = len(logs)
         records, stats = await selfplay.play(model, None, cfg)
-        assert ids(records) == list(range(8))
+        assert ids(records) == list(range(4))
         assert not events(logs[mark:], "worker_stalled")
-        assert (stats["retries"], stats["respawns"]) == (0, 1), [e for e in logs[mark:] if e["log_level"] != "debug"]
+        assert (stats["retries"], stats["respawns"]) == (0, 1), [
+            (e["event"], e.get("pid"), e.get("slot"), e.get("shard")) for e in logs[mark:] if e["log_level"] != "debug"
+        ]
         # the replacement got no shard before it had started: the survivor played them all
-        survivor = selfplay.pids[0]
         assert {r.pid for r in records} == {survivor}
         assert not (tmp_path / "armed").exists()
 
@@ -317,26 +321,36 @@ async def test_a_worker_still_starting_is_not_sent_shards_nor_charged_with_a_sta
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
 async def test_two_native_cancels_still_stop_every_worker_and_remove_every_file(logs: Logs, children: Children) -> None:
-    opened: list[SelfPlay] = []
+    for busy in (False, True):
+        opened: list[SelfPlay] = []
 
-    async def run() -> None:
-        async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
-            opened.append(selfplay)
-            # shard 0 hangs inside C: only a kill after cancel_grace stops it
-            await selfplay.play(tiny(), None, FaultConfig(n_games=2, fault="hang_in_c", plies=1000, delay=0.01))
+        async def run(opened: list[SelfPlay], busy: bool) -> None:
+            async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
+                opened.append(selfplay)
+                if busy:  # shard 0 hangs inside C: only a kill after cancel_grace stops it
+                    await selfplay.play(tiny(), None, FaultConfig(n_games=2, fault="hang_in_c"))
+                else:  # idle: the first cancel lands here, the second in aclose
+                    await asyncio.sleep(60)
 
-    task = asyncio.create_task(run())
-    await wait_until(lambda: bool(opened) and opened[0]._pool is not None and opened[0]._pool.arrays.phase[0] == 1)
-    await asyncio.sleep(0.3)
-    tmp = opened[0]._tmp
-    task.cancel()
-    await asyncio.sleep(0.3)  # clean-up under way (cancel_grace is 1 s)
-    task.cancel()  # a second Ctrl-C: breaks into anyio's shield
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert tmp is not None and not tmp.exists()
-    assert children() == []
-    assert events(logs, "selfplay_closed")
+        task = asyncio.create_task(run(opened, busy))
+        await wait_until(lambda opened=opened, busy=busy: _running_or_idle(opened, busy))
+        await asyncio.sleep(0.3)
+        tmp = opened[0]._tmp
+        task.cancel()
+        await asyncio.sleep(0.2 if busy else 0.05)  # clean-up under way
+        task.cancel()  # a second Ctrl-C: it breaks into anyio's shield
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert tmp is not None and not tmp.exists(), busy
+        assert children() == [], busy
+    assert len(events(logs, "selfplay_closed")) == 2
+
+
+def _running_or_idle(opened: list[SelfPlay], busy: bool) -> bool:
+    """The SelfPlay is open and, if ``busy``, its slot 0 runs a shard."""
+    if not opened or opened[0]._pool is None:
+        return False
+    return not busy or opened[0]._pool.arrays.phase[0] == 1
 
 
 # -- 10. blame ------------------------------------------------------------------------------
@@ -391,11 +405,14 @@ async def test_pickling_a_large_result_is_not_a_stall(logs: Logs) -> None:
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
 async def test_aclose_from_another_task_ends_a_running_call_with_closed_error(logs: Logs, children: Children) -> None:
-    selfplay = SelfPlay(workers=2, play_fn=fault_play)
+    selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1)
     await selfplay.start()
     assert selfplay._pool is not None
     arrays = selfplay._pool.arrays
-    call = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=500, delay=0.01)))
+    # many short shards: one finishes while the workers are being stopped, and the loop, which
+    # used to send the next one to the shut-down executor, raised a bare RuntimeError
+    cfg = FaultConfig(n_games=100, plies=10, delay=0.01)
+    call = asyncio.create_task(selfplay.play(tiny(), None, cfg))
     await wait_until(lambda: arrays.progress[0] > 0)
     await selfplay.aclose()
     with pytest.raises(ClosedError, match="closed"):
@@ -433,7 +450,6 @@ def test_a_program_that_configures_no_logging_sees_no_debug_events(tmp_path: Pat
         textwrap.dedent(
             """
             import asyncio
-import contextlib
 
             from asp import SelfPlay
             from asp.testing import FaultConfig, fault_play

@@ -1,14 +1,17 @@
 """Pipeline: overlapped and sequential train/play loops over real SelfPlay pools.
 
-Two pools serve the whole module (starting spawn workers is the slow part): one plays
-TinyChess, the other :func:`asp.testing.fault_play`, whose records say which weights played
-them (``weight_sum``) and whose slow games keep a play in flight long enough to cancel it.
-The ``train`` functions are fakes: they count calls, or set every parameter to a constant.
+Pools serve the whole module (starting spawn workers is the slow part): one plays TinyChess,
+one :func:`asp.testing.fault_play`, whose records say which weights played them
+(``weight_sum``) and whose slow games keep a play in flight long enough to cancel it, and
+one :func:`pipeline_helpers.id_play`, whose game ids are wrong on purpose. The ``train``
+functions are fakes: they count calls, set every parameter to a constant, or keep changing
+the weights for a while.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -17,9 +20,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import torch
+from pipeline_helpers import IdConfig, id_play
 from torch import nn
 
-from asp import ConfigError, IterationReport, Pipeline, SelfPlay
+from asp import AspError, ConfigError, IterationReport, Pipeline, SelfPlay
 from asp.testing import FaultConfig, fault_play
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess
 
@@ -266,6 +270,10 @@ async def test_cancelling_the_consumer_stops_the_play_and_leaves_the_selfplay_us
             await wait_until(training.is_set)  # training on iteration 0 while iteration 1 is played
             assert [t.get_name() for t in play_tasks()] == ["asp-play-1"]
         consumer.cancel()
+        if phase == "training":
+            await asyncio.sleep(0.3)
+            assert not consumer.done()  # it waits for the train call: a thread cannot be stopped
+            release.set()
         with pytest.raises(asyncio.CancelledError):
             await consumer
         assert play_tasks() == []
@@ -291,6 +299,160 @@ async def test_an_error_in_train_stops_the_run_and_the_play_in_flight(chess_pool
     assert play_tasks() == []
     records, _ = await chess_pool.play(tiny(), None, chess_cfg(9, 0))
     assert ids(records) == list(range(9 * N, 10 * N))
+
+
+def faulty_from_1(fault: str) -> Callable[[int, int], FaultConfig]:
+    """A play_cfg whose iterations from 1 on hold a game that does ``fault`` (iteration 0 is fine)."""
+
+    def cfg(iteration: int, version: int) -> FaultConfig:
+        return FaultConfig(
+            n_games=N,
+            plies=2,
+            first_game=N * iteration,
+            model_version=version,
+            fault=fault if iteration >= 1 else "none",
+            fault_game=N * iteration,
+        )
+
+    return cfg
+
+
+def logged(logs: list[dict[str, Any]], event: str, **fields: Any) -> bool:
+    return any(e["event"] == event and all(e.get(k) == v for k, v in fields.items()) for e in logs)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+@module_loop
+async def test_cancelling_while_the_pipeline_cleans_up_reaches_the_caller(
+    echo_pool: SelfPlay, logs: list[dict[str, Any]], how: str
+) -> None:
+    # Iteration 1's first game hangs and ignores the request to stop: leaving the loop after
+    # iteration 0 cleans up for the SelfPlay's whole cancel_grace, and the cancel lands then.
+    pipeline = Pipeline(echo_pool, tiny(), train=CountingTrain(), play_cfg=faulty_from_1("hang"))
+    deadlines: list[asyncio.Timeout] = []
+
+    async def consume() -> None:
+        async with asyncio.timeout(None) as deadline:
+            deadlines.append(deadline)
+            async with contextlib.aclosing(pipeline.run(3)) as reports:
+                async for _ in reports:
+                    await wait_until(lambda: logged(logs, "shard_dispatched", first_game=N))
+                    break
+
+    consumer = asyncio.create_task(consume())
+    await wait_until(lambda: logged(logs, "shard_cancelled"))  # clean-up under way
+    assert not consumer.done()
+    if how == "cancel":
+        consumer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await consumer
+    else:
+        deadlines[0].reschedule(asyncio.get_running_loop().time())
+        with pytest.raises(TimeoutError):
+            await consumer
+    assert play_tasks() == []  # the clean-up was finished before the cancellation went on
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_the_trainers_error_reaches_the_caller_even_when_the_play_in_flight_failed_too(
+    echo_pool: SelfPlay, logs: list[dict[str, Any]]
+) -> None:
+    class TrainerExploded(RuntimeError):
+        pass
+
+    fail_now = threading.Event()
+
+    def train(records: list[Any]) -> dict[str, Any]:
+        fail_now.wait(timeout=60)
+        raise TrainerExploded("trainer exploded")
+
+    pipeline = Pipeline(echo_pool, tiny(), train=train, play_cfg=faulty_from_1("raise"))
+    consumer = asyncio.create_task(run_all(pipeline, 3))
+    # Training on iteration 0 goes on until iteration 1's play has failed for good.
+    await wait_until(lambda: logged(logs, "shard_failed"))
+    await wait_until(lambda: play_tasks() == [])
+    fail_now.set()
+    with pytest.raises(TrainerExploded, match="trainer exploded"):
+        await consumer
+    # The play's failure is not lost: it is logged.
+    failures = [e["error"] for e in logs if e["event"] == "play_failed_while_stopping"]
+    assert len(failures) == 1 and failures[0].startswith("ShardFailed("), failures
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("cancels", [1, 2])
+@module_loop
+async def test_no_thread_changes_the_model_once_a_cancelled_run_is_left(echo_pool: SelfPlay, cancels: int) -> None:
+    model = tiny()
+    training, trained = threading.Event(), threading.Event()
+
+    def train(records: list[Any]) -> dict[str, Any]:
+        training.set()
+        for _ in range(60):  # about 1.2 s of changing weights
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(1.0)
+            time.sleep(0.02)
+        trained.set()
+        return {}
+
+    consumer = asyncio.create_task(run_all(Pipeline(echo_pool, model, train=train, play_cfg=echo_cfg), 3))
+    await wait_until(training.is_set)
+    waiting = []
+    for _ in range(cancels):
+        consumer.cancel()
+        await asyncio.sleep(0.1)
+        waiting.append(not consumer.done())
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    left = {k: v.clone() for k, v in model.state_dict().items()}
+    await asyncio.to_thread(trained.wait, 30)  # what a train call still running would have changed by now
+    assert differing(model.state_dict(), left) == []
+    assert waiting == [True] * cancels  # it waited for the train call, even when cancelled again
+    assert play_tasks() == []
+
+
+def differing(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> list[str]:
+    return [k for k in a if not torch.equal(a[k], b[k])]
+
+
+# -- game ids --------------------------------------------------------------------------------
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def id_pool() -> AsyncIterator[SelfPlay]:
+    """One worker, one shard per iteration: the ids of a whole iteration come from one call."""
+    async with SelfPlay(workers=1, play_fn=id_play, shard_games=N) as selfplay:
+        yield selfplay
+
+
+def id_cfg(ids: str) -> Callable[[int, int], IdConfig]:
+    return lambda iteration, version: IdConfig(n_games=N, first_game=N * iteration, model_version=version, ids=ids)
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_games_with_missing_or_unexpected_ids_are_an_asp_error_naming_them(id_pool: SelfPlay) -> None:
+    train = CountingTrain()
+    pipeline = Pipeline(id_pool, tiny(), train=train, play_cfg=id_cfg("shifted"))
+    with pytest.raises(AspError, match=rf"iteration 2: .* missing \[{2 * N}\], unexpected \[{3 * N}\]"):
+        await run_all(pipeline, 2, start=2)
+    assert train.calls == []
+    assert play_tasks() == []
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_a_game_id_that_comes_twice_is_kept_once(id_pool: SelfPlay) -> None:
+    shards: list[tuple[int, int, int]] = []
+    train = CountingTrain()
+    pipeline = Pipeline(id_pool, tiny(), train=train, play_cfg=id_cfg("doubled"), on_shard=lambda *a: shards.append(a))
+    reports = await run_all(pipeline, 2)
+    assert [ids(r.records) for r in reports] == [list(range(N)), list(range(N, 2 * N))]
+    assert train.calls == [list(range(N)), list(range(N, 2 * N))]
+    assert shards == [(0, N, N), (1, N, N)]
 
 
 @pytest.mark.parametrize("max_staleness", [2, -1, True, 1.0, None])

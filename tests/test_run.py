@@ -1,19 +1,29 @@
 """The run directory: RunConfig, RunDir, checkpoints and their errors, metrics, curves.
 
-No worker pools here: checkpoints are written from a Trainer in this process.
+Checkpoints are written from a Trainer in this process. One test at the end runs a whole
+(tiny) training session in this process, with one worker, to watch its event loop while the
+run directory is written.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
 import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
+import asp.tinychess.curves
+import asp.tinychess.run
 from asp.errors import AspError, ConfigError
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.curves import plot_curves
@@ -25,6 +35,7 @@ from asp.tinychess.run import (
     load_checkpoint,
     model_from_checkpoint,
 )
+from asp.tinychess.session import train_session
 from asp.tinychess.train import TrainConfig, Trainer
 
 TINY = ModelConfig(hidden=16, blocks=0)
@@ -336,3 +347,99 @@ def test_curves_png_is_written(tmp_path: Path) -> None:
     # Again, over the old one, and for a history without any evaluation yet.
     plot_curves([metrics_line(0)], target)
     assert target.read_bytes().startswith(PNG_MAGIC) and target.read_bytes() != data
+
+
+def test_curves_leave_pyplot_alone() -> None:
+    # pyplot's global figure registry is not thread-safe, and the session plots in a thread.
+    code = (
+        "import sys, tempfile\n"
+        "from asp.tinychess.curves import plot_curves\n"
+        "plot_curves([{'iteration': 0, 'loss/policy': 1.0}], tempfile.mkdtemp() + '/curves.png')\n"
+        "sys.exit('matplotlib.pyplot' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr or "curves imported matplotlib.pyplot"
+
+
+# -- a training session ----------------------------------------------------------------------
+
+
+def _longest_gap(ticks: list[float], start: float, end: float) -> float:
+    """The longest time between two turns of the event loop that overlaps ``start .. end``."""
+    return max((b - a for a, b in zip(ticks, ticks[1:], strict=False) if b > start and a < end), default=end - start)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.asyncio
+async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_keeps_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a 110 MB checkpoint or the curves are written, the loop (which collects the shards of
+    the next iteration) keeps turning."""
+    spans: dict[str, list[tuple[float, float]]] = {"checkpoint": [], "curves": []}
+
+    def timed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                spans[name].append((started, time.perf_counter()))
+
+        return timed_call
+
+    monkeypatch.setattr(asp.tinychess.run, "save_atomic", timed("checkpoint", asp.tinychess.run.save_atomic))
+    monkeypatch.setattr(asp.tinychess.curves, "plot_curves", timed("curves", asp.tinychess.curves.plot_curves))
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.002)
+
+    # Imported once ahead: a first import holds the interpreter's import lock, a one-off this test
+    # is not about.
+    import matplotlib.backends.backend_agg  # noqa: F401
+
+    cfg = tiny_config(iterations=2, model=ModelConfig(hidden=1024), train=TrainConfig(device="cpu"))
+    run = RunDir(tmp_path / "run")
+    ticking = asyncio.create_task(ticker())
+    try:
+        history = await train_session(run, cfg, resume=False, workers=1)
+    finally:
+        ticking.cancel()
+    assert [m["iteration"] for m in history] == [0, 1]
+    assert load_checkpoint(run.checkpoint)["next_iteration"] == 2
+    assert [len(spans["checkpoint"]), len(spans["curves"])] == [2, 2]
+    for name, windows in spans.items():
+        for start, end in windows:
+            gap = _longest_gap(ticks, start, end)
+            assert gap < (end - start) / 2, f"{name}: the loop stood still {gap:.3f} s of {end - start:.3f} s"
+    # What the metrics file says is what the session measured.
+    assert run.read_metrics() == history
+    assert all(line["time/artefacts"] > 0 for line in history)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.asyncio
+async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes_that_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The metrics line comes first, and a resume drops what its checkpoint lacks: the two are
+    written together, or a cancellation between them would lose a finished iteration."""
+    loop = asyncio.get_running_loop()
+    sessions: list[asyncio.Task[Any]] = []
+    append_metrics = RunDir.append_metrics
+
+    def append_then_cancel(self: RunDir, line: dict[str, Any]) -> None:
+        append_metrics(self, line)
+        loop.call_soon_threadsafe(sessions[0].cancel)
+
+    monkeypatch.setattr(RunDir, "append_metrics", append_then_cancel)
+    run = RunDir(tmp_path / "run")
+    cfg = tiny_config(iterations=3, train=TrainConfig(device="cpu"))
+    sessions.append(asyncio.create_task(train_session(run, cfg, resume=False, workers=1)))
+    with pytest.raises(asyncio.CancelledError):
+        await sessions[0]
+    assert [m["iteration"] for m in run.read_metrics()] == [0]
+    assert load_checkpoint(run.checkpoint)["next_iteration"] == 1

@@ -13,14 +13,17 @@ __all__ = ["plot_curves"]
 
 
 def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Draw the metrics lines of ``history`` into a PNG at ``path`` (written atomically)."""
-    import matplotlib
+    """Draw the metrics lines of ``history`` into a PNG at ``path`` (written atomically).
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Safe in any thread: a figure of its own on an Agg canvas, none of pyplot's global state.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     its = [m["iteration"] for m in history]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    fig = Figure(figsize=(13, 3.6))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
     for key, label in (("loss/policy", "policy"), ("loss/value", "value"), ("loss/entropy", "entropy / 10")):
         scale = 0.1 if key == "loss/entropy" else 1.0
         axes[0].plot(its, [m.get(key, float("nan")) * scale for m in history], label=label)
@@ -45,7 +48,6 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     fig.tight_layout()
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=80)
-    plt.close(fig)
     write_bytes_atomic(path, png.getvalue())
     return Path(path)
 

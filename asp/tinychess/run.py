@@ -17,6 +17,7 @@ iteration with the same weights and seeds.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -34,7 +35,15 @@ from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.play import PlayConfig
 from asp.tinychess.train import TrainConfig, Trainer
 
-__all__ = ["CHECKPOINT", "RunConfig", "RunDir", "RunError", "load_checkpoint", "model_from_checkpoint"]
+__all__ = [
+    "CHECKPOINT",
+    "RunConfig",
+    "RunDir",
+    "RunError",
+    "checkpoint_state",
+    "load_checkpoint",
+    "model_from_checkpoint",
+]
 
 CHECKPOINT = "checkpoint.pt"
 FORMAT = "asp-tinychess-run"
@@ -159,6 +168,38 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def checkpoint_state(
+    trainer: Trainer,
+    cfg: RunConfig,
+    *,
+    next_iteration: int,
+    version: int,
+    play_weights: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The checkpoint of a completed iteration, as a copy: training on afterwards cannot change it.
+
+    A state_dict holds the live tensors; the copy lets another thread write the checkpoint
+    while this one goes on.
+    """
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": cfg.to_dict(),
+        "next_iteration": next_iteration,
+        "version": version,
+        "model": _detached(trainer.model.state_dict()),
+        "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
+        "play_weights": None if play_weights is None else _detached(play_weights),
+        "trainer_rng": trainer.rng.getstate(),
+        "trainer_steps": trainer.steps,
+        "torch_rng": torch.get_rng_state(),
+    }
+
+
+def _detached(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v) for k, v in state.items()}
+
+
 def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict[str, Any]]:
     """The model of a checkpoint file or run directory, and the checkpoint itself."""
     path = Path(path)
@@ -228,20 +269,21 @@ class RunDir:
         play_weights: dict[str, Any] | None,
     ) -> None:
         """Write the checkpoint of a completed iteration, atomically."""
-        state = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "config": cfg.to_dict(),
-            "next_iteration": next_iteration,
-            "version": version,
-            "model": trainer.model.state_dict(),
-            "optimizer": trainer.optimizer.state_dict(),
-            "play_weights": play_weights,
-            "trainer_rng": trainer.rng.getstate(),
-            "trainer_steps": trainer.steps,
-            "torch_rng": torch.get_rng_state(),
-        }
+        state = checkpoint_state(
+            trainer, cfg, next_iteration=next_iteration, version=version, play_weights=play_weights
+        )
+        self.write_checkpoint(state)
+
+    def write_checkpoint(self, state: dict[str, Any]) -> None:
+        """Write a :func:`checkpoint_state` atomically (slow for a large model: a thread may do it)."""
         save_atomic(state, self.checkpoint)
+
+    def saved_iterations(self) -> int:
+        """Iterations the checkpoint holds: 0 when there is none (or none that loads)."""
+        try:
+            return int(load_checkpoint(self.checkpoint)["next_iteration"])
+        except (RunError, KeyError, TypeError, ValueError):
+            return 0
 
     def append_metrics(self, line: dict[str, Any]) -> None:
         with open(self.metrics, "a", encoding="utf-8") as f:

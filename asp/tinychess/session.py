@@ -2,11 +2,12 @@
 
 :func:`train_session` is the main job of asp: it plays and trains with :class:`asp.Pipeline`,
 evaluates against a uniformly random mover, and after every iteration writes the
-iteration's games, a metrics line, an atomic checkpoint and the curves.
+iteration's games, the curves, a metrics line and an atomic checkpoint.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -17,11 +18,12 @@ import torch
 
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
+from asp.shield import finish_in_thread
 from asp.tinychess.evaluate import elo_from_score
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.records import write_pgn
-from asp.tinychess.run import RunConfig, RunDir, RunError, load_checkpoint
+from asp.tinychess.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint
 from asp.tinychess.train import Trainer
 
 __all__ = ["evaluate_vs_random", "train_session"]
@@ -86,7 +88,11 @@ async def train_session(
     threads_per_worker: int = 1,
     progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """Run (or resume) a training run in ``run``; return every iteration's metrics line."""
+    """Run (or resume) a training run in ``run``; return every iteration's metrics line.
+
+    Files are written in threads, so the workers' shards keep being collected meanwhile; once
+    this returns (or raises, or is cancelled) no thread of it writes anything any more.
+    """
     notify = progress or (lambda kind, fields: None)
     torch.manual_seed(cfg.seed)
     model = TinyChess(cfg.model)
@@ -99,10 +105,11 @@ async def train_session(
             trainer.optimizer.load_state_dict(state["optimizer"])
             trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
             trainer.steps = state["trainer_steps"]
-            torch.set_rng_state(state["torch_rng"])
             if state["play_weights"] is not None:
                 first_play = TinyChess(cfg.model)
                 first_play.load_state_dict(state["play_weights"])
+            # Last: building a model draws from torch's generator.
+            torch.set_rng_state(state["torch_rng"])
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
             raise RunError(f"{run.checkpoint}: checkpoint does not match its config ({e})") from None
         start, version = state["next_iteration"], state["version"]
@@ -125,30 +132,67 @@ async def train_session(
         pipeline = Pipeline(
             selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
         )
-        async for report in pipeline.run(cfg.iterations - start, start=start, version=version, first_play=first_play):
-            started = time.perf_counter()
-            write_pgn(report.records, run.games(report.iteration))
-            line = _metrics_line(report)
-            last = report.iteration + 1 == cfg.iterations
-            if last or (report.iteration + 1) % cfg.eval_every == 0:
-                notify("evaluating", {"iteration": report.iteration})
-                line.update(await evaluate_vs_random(selfplay, model, cfg, report.version_trained + 1))
-            run.append_metrics(line)
-            next_weights = report.next_play_weights
-            run.save(
-                trainer,
-                cfg,
-                next_iteration=report.iteration + 1,
-                version=report.version_trained + 1,
-                play_weights=next_weights.state_dict() if next_weights is not None else None,
-            )
-            history.append(line)
-            _plot_safely(run, history)
-            line["time/artefacts"] = round(time.perf_counter() - started, 3)
-            log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
-                     score=line.get("eval/score"))  # fmt: skip
-            notify("iteration", line)
+        reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_play=first_play)
+        async with contextlib.aclosing(reports):
+            async for report in reports:
+                # Nothing trains until the next report is asked for: this is the state after
+                # training on this iteration, copied before any thread writes it.
+                next_weights = report.next_play_weights
+                checkpoint = checkpoint_state(
+                    trainer,
+                    cfg,
+                    next_iteration=report.iteration + 1,
+                    version=report.version_trained + 1,
+                    play_weights=next_weights.state_dict() if next_weights is not None else None,
+                )
+                line = await _write_iteration(
+                    run, report, checkpoint, cfg=cfg, history=history, selfplay=selfplay, model=model, notify=notify
+                )
+                notify("iteration", line)
     return history
+
+
+async def _write_iteration(
+    run: RunDir,
+    report: IterationReport,
+    checkpoint: dict[str, Any],
+    *,
+    cfg: RunConfig,
+    history: list[dict[str, Any]],
+    selfplay: SelfPlay,
+    model: torch.nn.Module,
+    notify: Progress,
+) -> dict[str, Any]:
+    """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating first when
+    it is due); append the line to ``history`` and return it."""
+    started = time.perf_counter()
+    await finish_in_thread(write_pgn, report.records, run.games(report.iteration))
+    games_seconds = time.perf_counter() - started
+    line = _metrics_line(report)
+    if report.iteration + 1 == cfg.iterations or (report.iteration + 1) % cfg.eval_every == 0:
+        notify("evaluating", {"iteration": report.iteration})
+        line.update(await evaluate_vs_random(selfplay, model, cfg, report.version_trained + 1))
+    started = time.perf_counter()
+    await finish_in_thread(_plot_safely, run, [*history, line])
+    # What the games and curves took: the artefacts written before the line itself.
+    line["time/artefacts"] = round(games_seconds + time.perf_counter() - started, 6)
+    checkpoint_seconds = await finish_in_thread(_commit, run, line, checkpoint)
+    history.append(line)
+    log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
+             checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
+    return line
+
+
+def _commit(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
+    """Append the metrics line, then write the checkpoint; return the seconds the checkpoint took.
+
+    The line goes first: a resumed run drops the lines past its checkpoint. One call, so that
+    a cancellation waits for both rather than falling between them.
+    """
+    run.append_metrics(line)
+    started = time.perf_counter()
+    run.write_checkpoint(checkpoint)
+    return time.perf_counter() - started
 
 
 def _as_rng_state(state: Any) -> tuple[Any, ...]:
