@@ -7,42 +7,43 @@ in the shard that holds game ``--fault-game``, the first time only (``once=True`
 
 What the log says (a real run, trimmed: dates and some fields cut, paths shortened, lines wrapped)::
 
-    04:33:57.382 [info     ] pool_started    generation=1 pids=[21410, 21413] seconds=4.17 workers=2
-    04:33:57.622 [info     ] shard_done      attempt=0 games=2 pid=21410 plies=20 seconds=0.219 shard=0
-    [... shards 2 and 3 done by pid 21410 too ...]
-    04:33:59.750 [error    ] worker_stalled  attempt=0 model_version=0 pid=21413 plies=10 process=21182
-                                             publication=1 seconds_without_progress=2.04 shard=1
-    Thread 0x00007fe72bb286c0 (most recent call first):
-      File "asp/worker.py", line 78 in watch
+    10:20:21.197 [info     ] pool_started    pids=[21990, 21993] seconds=3.912 workers=2
+    10:20:21.463 [info     ] shard_done      attempt=0 games=2 pid=21990 plies=20 seconds=0.243 shard=0
+    [... shards 2 and 3 done by pid 21990 too ...]
+    10:20:23.589 [error    ] worker_stalled  attempt=0 model_version=0 pid=21993 plies=11 process=21942
+                                             publication=1 seconds_without_progress=2.06 shard=1 slot=1
+    Thread 0x00007f459e5286c0 (most recent call first):
+      File "asp/worker.py", line 79 in watch
       File ".../threading.py", line 982 in run
       [...]
-    Current thread 0x00007fe74e25cb80 (most recent call first):
+    Current thread 0x00007f45c0be5b80 (most recent call first):
       File "asp/testing.py", line 91 in _misbehave
       File "asp/testing.py", line 110 in fault_play
-      File "asp/worker.py", line 143 in run_shard
+      File "asp/worker.py", line 172 in run_shard
       File ".../concurrent/futures/process.py", line 261 in _process_worker
       [...]
-    04:33:59.795 [info     ] pool_killed     generation=1 pids=[21410, 21413]
-                                             reason='worker stalled on shard 1'
-    04:33:59.795 [warning  ] shard_retried   attempt=0 reason='worker 21413 stalled: no progress for 2.0 s'
-                                             shard=1 traceback='Thread 0x00007fe72bb286c0 [...]'
-    04:33:59.796 [info     ] pool_respawning generation=2
-    04:34:04.486 [info     ] pool_started    generation=2 pids=[21460, 21463] seconds=4.69 workers=2
-    04:34:04.715 [info     ] shard_done      attempt=1 games=2 pid=21460 plies=20 seconds=0.224 shard=1
-    04:34:06.342 [info     ] selfplay_closed
-    played 8 games (ids 0..7) in 7.3 s; retries 1, pool respawns 1
+    10:20:23.610 [info     ] worker_killed   pid=21993 reason='worker 21993 stalled: no progress for 2.1 s'
+                                             slot=1 worker=2
+    10:20:23.610 [warning  ] shard_retried   attempt=0 reason='worker 21993 stalled: no progress for 2.1 s'
+                                             shard=1 traceback='Thread 0x00007f459e5286c0 [...]'
+    10:20:23.613 [info     ] worker_respawning pid=22078 slot=1
+    10:20:23.814 [info     ] shard_done      attempt=1 games=2 pid=21990 plies=20 seconds=0.203 shard=1
+    10:20:25.481 [info     ] selfplay_closed
+    played 8 games (ids 0..7) in 2.6 s; retries 1, pool respawns 1
 
 How to read ``worker_stalled``, step by step:
 
 1. ``pid`` is the worker process whose progress counter stopped moving (compare with
-   ``pool_started pids=[...]``); ``process`` is the coordinator's own pid.
+   ``pool_started pids=[...]``) and ``slot`` its place in the pool; ``process`` is the
+   coordinator's own pid.
 2. ``shard`` is the index of the shard within the call and ``attempt`` which try it was (0 is
    the first run). Run with ``--log-level debug`` to see ``shard_dispatched`` with the shard's
    ``first_game`` and ``games``: here shard 1 holds games 2 and 3.
 3. ``seconds_without_progress`` is how long the counter had been still: just over
    ``stall_timeout``. A worker that is busy but never calls :func:`asp.heartbeat` reads the same.
-4. ``plies`` is what the shard had reported before it went quiet: 10, one whole game of 10
-   heartbeats. So game 2 finished and the shard stopped as game 3 began.
+4. ``plies`` is what the shard had reported before it went quiet: 11, one for loading the
+   weights and one whole game of 10 heartbeats. So game 2 finished and the shard stopped as
+   game 3 began.
 5. The stack is every thread of that worker (faulthandler), each block "most recent call
    first": the first frame under a thread's header is where that thread is now. Find the
    thread whose frames pass through your play_fn (``fault_play`` here): its top frame,
@@ -51,9 +52,10 @@ How to read ``worker_stalled``, step by step:
    ``asp-parent-watchdog`` (faulthandler prints no thread names); it sleeps there by design.
    "Current thread" only names the thread that handled the signal.
 
-Then asp kills the whole pool generation (``pool_killed``: the healthy worker too),
-``shard_retried`` repeats the reason and the stack, a new generation starts, the shard runs
-again (``attempt=1``) and the call returns as usual, with ``retries`` and ``respawns`` in its
+Then asp kills that worker only (``worker_killed``; the other one keeps playing),
+``shard_retried`` repeats the reason and the stack, a replacement starts in its slot
+(``worker_respawning``), the shard runs again (``attempt=1``, here on the healthy worker,
+which was free first) and the call returns as usual, with ``retries`` and ``respawns`` in its
 stats. Had every attempt hung, the call would raise :class:`asp.ShardFailed` after
 ``retries + 1`` attempts, with the last stack in its ``traceback``.
 

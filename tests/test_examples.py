@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -17,31 +19,56 @@ RUN_LIMIT = 150
 
 
 def run_example(name: str, *args: str) -> str:
-    """Run ``examples/<name>`` with ``args``; return its stdout and stderr, after asserting exit 0."""
+    """Run ``examples/<name>`` with ``args``; return its output, after asserting exit 0.
+
+    stdout and stderr share one pipe, so the output keeps the order in which the prints and the
+    log events (both flushed as written) happened.
+    """
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         timeout=RUN_LIMIT,
         cwd=EXAMPLES.parent,
     )
-    output = result.stdout + result.stderr
+    output = result.stdout
     assert result.returncode == 0, f"{name} exited with {result.returncode}:\n{output}"
     return output
 
 
 @pytest.mark.timeout(RUN_LIMIT + 30)
 def test_async_trainer_logs_one_line_per_iteration_and_workers_play_each_new_version() -> None:
+    began = time.perf_counter()
     output = run_example(
         "async_trainer.py",
         *("--iterations", "2", "--games", "8", "--workers", "2", "--max-plies", "24", "--hidden", "32"),
     )
+    wall = time.perf_counter() - began
     iterations = [line for line in output.splitlines() if "iteration_done" in line]
     assert len(iterations) == 2, output
+    # Per version: the games and plies its shards played, and the seconds of each shard, by worker.
+    games: dict[int, int] = defaultdict(int)
+    plies: dict[int, int] = defaultdict(int)
+    shard_seconds: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for line in output.splitlines():
+        if "shard_done" in line:
+            fields = dict(re.findall(r"(\w+)=(\S+)", line))
+            version = int(fields["model_version"])
+            games[version] += int(fields["games"])
+            plies[version] += int(fields["plies"])
+            shard_seconds[version][int(fields["pid"])].append(float(fields["seconds"]))
     for i, line in enumerate(iterations):
         assert f"iteration={i} " in line and f"model_version={i} " in line, line
-        assert "games=8 " in line, line
-        assert re.search(r"plies_per_s=\d+", line), line
+        assert "games=8 " in line and games[i] == 8, line
+        rate = re.search(r"plies_per_s=(\d+)", line)
+        assert rate is not None and plies[i] > 0, line
+        # The call lasted less than the whole script, and at least as long as its busiest worker
+        # played (shard seconds are rounded to 1 ms, the rate to 1): the rate lies in between.
+        busiest = max(sum(seconds) - 0.0005 * len(seconds) for seconds in shard_seconds[i].values())
+        assert plies[i] / wall - 0.5 <= int(rate.group(1)), (plies[i], wall, line)
+        if busiest > 0:
+            assert int(rate.group(1)) <= plies[i] / busiest + 0.5, (plies[i], dict(shard_seconds[i]), line)
         loss = re.search(r"loss=(\S+)", line)
         assert loss is not None and abs(float(loss.group(1))) < 100, line
     # The weights trained after iteration 0 are the ones the workers played iteration 1 with.
@@ -54,6 +81,7 @@ def test_stream_shards_reports_every_shard_and_the_first_before_the_last() -> No
     output = run_example(
         "stream_shards.py",
         *("--games", "12", "--shard-games", "2", "--workers", "2", "--max-plies", "20", "--hidden", "32"),
+        *("--log-level", "info"),
     )
     shard_lines = re.findall(
         r"^\s*([\d.]+) s  shard +(\d+)  attempt (\d+)  pid (\d+)  seconds +[\d.]+  games (\d+)",
@@ -63,7 +91,16 @@ def test_stream_shards_reports_every_shard_and_the_first_before_the_last() -> No
     assert sorted(int(shard) for _, shard, _, _, _ in shard_lines) == list(range(6)), output
     assert sum(int(games) for *_, games in shard_lines) == 12, output
     arrivals = [float(seconds) for seconds, *_ in shard_lines]
-    assert arrivals == sorted(arrivals) and arrivals[0] < arrivals[-1], output
+    assert arrivals == sorted(arrivals), output
+    # Streamed, not gathered: each shard reaches the loop right after its shard_done, and the first
+    # one before the last shard is done (the order of events, not the clock, which a fast machine
+    # can round to equal arrivals).
+    lines = output.splitlines()
+    printed = [n for n, line in enumerate(lines) if re.match(r"^\s*[\d.]+ s  shard ", line)]
+    done = [n for n, line in enumerate(lines) if "shard_done" in line]
+    assert len(printed) == len(done) == 6, output
+    assert all(d < p for d, p in zip(done, printed, strict=True)), output
+    assert printed[0] < done[-1], output
     assert "6 shards: the first arrived after" in output and "the buffer holds 12 games" in output
 
 

@@ -119,6 +119,13 @@ def test_planes_match_a_square_by_square_encoding(board: chess.Board) -> None:
     others = torch.cat([features[:HALFMOVE], features[HALFMOVE + 1 :]])
     assert set(others.unique().tolist()) <= {0.0, 1.0}
     assert features[HALFMOVE].item() == pytest.approx(board.halfmove_clock / 100)
+    mover, opponent = board.turn, not board.turn
+    assert features[CASTLING].tolist() == [
+        board.has_kingside_castling_rights(mover),
+        board.has_queenside_castling_rights(mover),
+        board.has_kingside_castling_rights(opponent),
+        board.has_queenside_castling_rights(opponent),
+    ]
 
 
 @settings(max_examples=30, deadline=None)

@@ -109,7 +109,21 @@ def test_all_indices_decode_to_distinct_moves_that_encode_back(turn: chess.Color
     decoded = [index_move(i, board) for i in range(POLICY_SIZE)]
     assert len(set(decoded)) == POLICY_SIZE
     assert [move_index(move, turn) for move in decoded] == list(range(POLICY_SIZE))
+    # The documented order, from python-chess's own attack sets: plain (from, to) pairs in the
+    # mover's frame sorted by from-square then to-square, then the under-promotions.
+    frame = 0 if turn == chess.WHITE else 56
+    plain = []
+    for square in chess.SQUARES:
+        queen = chess.Board.empty()
+        queen.set_piece_at(square, chess.Piece(chess.QUEEN, chess.WHITE))
+        targets = queen.attacks(square) | chess.SquareSet(chess.BB_KNIGHT_ATTACKS[square])
+        plain += [(square, to) for to in sorted(targets)]
+    assert len(plain) == 1792
+    assert [(m.from_square ^ frame, m.to_square ^ frame, m.promotion) for m in decoded[:1792]] == [
+        (from_square, to_square, None) for from_square, to_square in plain
+    ]
     under = [m for m in decoded if m.promotion is not None]
+    assert under == decoded[1792:]
     assert len(under) == 66
     assert {m.promotion for m in under} == {chess.KNIGHT, chess.BISHOP, chess.ROOK}
 

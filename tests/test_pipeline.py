@@ -133,8 +133,8 @@ async def test_overlapped_iterations_are_one_version_stale_after_the_first(chess
         assert {rec.model_version for rec in r.records} == {r.version_played}
         assert r.train_metrics == {"games": N, "call": r.iteration + 1}
         assert r.play_stats["games"] == N
-        assert r.play_seconds > 0 and r.train_seconds >= 0 and r.overlap_seconds >= 0
-        assert r.wall_seconds >= r.train_seconds
+        # overlap is a part of training, training a part of the iteration's wall time
+        assert 0 < r.play_seconds and 0 <= r.overlap_seconds <= r.train_seconds <= r.wall_seconds
     assert train.calls == [list(range(N * i, N * (i + 1))) for i in range(3)]
     # The snapshot of the next iteration's weights, after the last one too (a run extended later).
     assert [r.next_play_weights is not None for r in reports] == [True, True, True]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -315,11 +316,16 @@ def test_each_colour_is_played_by_its_own_network() -> None:
 
 def test_self_play_records() -> None:
     cfg = PlayConfig(n_games=4, max_plies=20, opponent_version=9)
+    began = time.perf_counter()
     records, stats = play_games(_model(), None, cfg)
+    wall = time.perf_counter() - began
     assert all(r.white == r.black == MODEL for r in records)
     assert all(r.opponent_version is None for r in records)
     assert stats["score"] is None
-    assert stats["seconds"] > 0 and stats["plies_per_s"] > 0
+    # The call's own clock runs inside the wall time measured around it, and the rate is its plies over it.
+    assert 0 < stats["seconds"] <= wall
+    assert stats["plies"] == sum(len(r.moves) for r in records) > 0
+    assert stats["plies_per_s"] == pytest.approx(stats["plies"] / stats["seconds"])
 
 
 # (e) mask_illegal ------------------------------------------------------------------------------
@@ -379,7 +385,14 @@ def test_repeated_positions_are_flagged_to_the_model() -> None:
     # The knights go out and back: the initial position returns after plies 4, 8 and 12.
     records, _ = play_games(Recorder(["g1f3", "f3g1"]), None, PlayConfig(n_games=1, max_plies=13, temperature=0))
     assert records[0].moves[:4] == ["g1f3", "g8f6", "f3g1", "f6g8"]
-    assert flags == [[0, 0]] * 4 + [[1, 0]] * 4 + [[1, 1]] * 5
+    # python-chess is the oracle: before each ply, had the position been seen once, twice before?
+    # (Its key also holds castling and en passant rights, which no move of this game changes.)
+    board, expected = chess.Board(), []
+    for uci in records[0].moves:
+        expected.append([float(board.is_repetition(2)), float(board.is_repetition(3))])
+        board.push_uci(uci)
+    assert flags == expected
+    assert expected == [[0, 0]] * 4 + [[1, 0]] * 4 + [[1, 1]] * 5  # the game did reach both flags
 
 
 def test_greedy_play_is_deterministic_and_picks_the_top_legal_move() -> None:

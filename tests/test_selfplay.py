@@ -153,10 +153,14 @@ async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) ->
     self_cfg = PlayConfig(n_games=6, first_game=11, seed=5, max_plies=24, model_version=3)
     vs_cfg = dataclasses.replace(self_cfg, first_game=40, opponent_version=2)
     async with SelfPlay(workers=2) as selfplay:
+        began = time.perf_counter()
         got_self, stats_self = await selfplay.play(model, None, self_cfg)
+        between = time.perf_counter()
         got_vs, stats_vs = await selfplay.play(model, opp, vs_cfg)
+        walls = [between - began, time.perf_counter() - between]
 
-    for cfg, opponent, got, stats in ((self_cfg, None, got_self, stats_self), (vs_cfg, opp, got_vs, stats_vs)):
+    calls = ((self_cfg, None, got_self, stats_self, walls[0]), (vs_cfg, opp, got_vs, stats_vs, walls[1]))
+    for cfg, opponent, got, stats, wall in calls:
         want, want_stats = play_games(model, opponent, cfg)
         # sorted by id, each id of the call exactly once
         assert ids(got) == list(range(cfg.first_game, cfg.first_game + cfg.n_games))
@@ -166,7 +170,7 @@ async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) ->
         assert stats["workers"] == 2
         assert stats["shards"] == 2  # default_shard_games(6, 2, 64): a shard per worker, 3 games each
         assert (stats["retries"], stats["respawns"]) == (0, 0)
-        assert stats["seconds"] > 0
+        assert 0 < stats["seconds"] <= wall  # the call's own time, within the time around it
         assert stats["plies_per_s"] == pytest.approx(stats["plies"] / stats["seconds"])
     assert {r.opponent_version for r in got_vs} == {2} and {r.model_version for r in got_vs} == {3}
     assert {(r.white, r.black) for r in got_vs} == {("model", "opponent"), ("opponent", "model")}
@@ -338,10 +342,9 @@ async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(l
 
         for how in (cancel_task, asyncio_timeout, anyio_scope, timeout_option):
             mark = len(logs)
-            started = time.monotonic()
             await how()
-            # a cooperative stop: the shards see the flag at their next heartbeat (10 ms)
-            assert time.monotonic() - started < 3.0, how.__name__
+            # a cooperative stop: the shards saw the flag at a heartbeat; no worker was killed
+            assert not events(logs[mark:], "worker_killed"), how.__name__
             assert len(events(logs[mark:], "shard_cancelled")) == 2, how.__name__
             records, stats = await selfplay.play(model, None, FaultConfig(n_games=4, first_game=7))
             assert ids(records) == [7, 8, 9, 10], how.__name__
@@ -365,11 +368,9 @@ async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_
         task = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, fault="hang_in_c")))
         await wait_until(lambda: arrays.pids[0] != 0)  # shard 0 has started in slot 0's worker
         await asyncio.sleep(0.2)
-        started = time.monotonic()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert time.monotonic() - started < 3.0  # cancel_grace (1 s), then a kill
         killed = events(logs, "worker_killed")
         assert [(e["pid"], "grace" in e["reason"]) for e in killed] == [(stuck, True)]
         assert not alive(stuck) and children() == sorted(set(workers) - {stuck})
@@ -393,6 +394,7 @@ async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, childre
         # the shard of game 0 finishes only after the test has received another shard
         cfg = FaultConfig(n_games=6, plies=3, marker_dir=str(tmp_path))
         results: list[ShardResult] = []
+        listened = time.monotonic()
         async with contextlib.aclosing(selfplay.stream(model, None, cfg)) as shards:
             async for shard in shards:
                 if not results:
@@ -407,7 +409,7 @@ async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, childre
             assert all(isinstance(rec, EchoRecord) and rec.pid == r.pid for rec in r.records)
             assert r.pid in workers
             assert r.stats == {"games": 1, "plies": 3}
-            assert r.seconds >= 0
+            assert 0 <= r.seconds <= time.monotonic() - listened  # measured in the worker, within the stream
 
         # leaving the loop early cancels the other running shard; the pool stays
         mark = len(logs)
@@ -490,9 +492,7 @@ async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, childre
         arrays = selfplay._pool.arrays
         await wait_until(lambda: arrays.progress[1] >= 1)  # weights loaded: play_fn (and its hang) next
         await asyncio.sleep(0.2)
-        started = time.monotonic()
         await selfplay.aclose()
-        assert time.monotonic() - started < 10.0
         survivors = children()
         assert survivors == [], f"aclose returned with workers alive: {survivors}"
         hung = selfplay_pids[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from asp import ClosedError, SyncSelfPlay, play_games_parallel
+from asp.selfplay import default_shard_games
 from asp.testing import FaultConfig, fault_play
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 
@@ -47,7 +49,9 @@ def test_two_workers_play_the_same_games_as_play_games(children: Callable[[], li
         # other batch sizes: the same moves, log-probabilities equal up to float noise
         assert got_fields.pop("logprobs") == pytest.approx(want_fields.pop("logprobs"), rel=1e-4, abs=1e-6)
         assert got_fields == want_fields
-    assert stats["workers"] == 2 and stats["shards"] >= 2
+    # 6 games are fewer than a play batch per worker: one shard each (the SelfPlay default).
+    assert stats["workers"] == 2
+    assert stats["shards"] == math.ceil(CFG.n_games / default_shard_games(CFG.n_games, 2, CFG.batch_size)) == 2
     for key in ("games", "plies", "results", "terminations", "score"):
         assert stats[key] == want_stats[key], key
     assert children() == []  # the pool of the call is gone

@@ -7,6 +7,7 @@ trainer runs on the CPU with a tiny network.
 from __future__ import annotations
 
 import math
+import time
 
 import chess
 import pytest
@@ -262,14 +263,24 @@ def test_train_returns_finite_metrics_and_changes_every_parameter() -> None:
     model = tiny()
     records, _ = play_games(model, None, PlayConfig(n_games=4, max_plies=10, seed=1))
     before = params(model)
-    trainer = Trainer(model, TrainConfig(device="cpu", batch_size=16, epochs=2))
+    cfg = TrainConfig(device="cpu", batch_size=16, epochs=2)
+    trainer = Trainer(model, cfg)
+    began = time.perf_counter()
     metrics = trainer.train(records)
+    wall = time.perf_counter() - began
 
     assert set(metrics) == METRIC_KEYS
     assert all(math.isfinite(v) for v in metrics.values())
     assert metrics["train/samples"] == 40
     assert metrics["train/steps"] == 2 * math.ceil(40 / 16) == trainer.steps
-    assert metrics["loss/value"] >= 0 and metrics["loss/entropy"] > 0 and metrics["train/seconds"] > 0
+    assert 0 < metrics["train/seconds"] <= wall  # the call's own clock runs inside the wall time around it
+    # Every figure is a mean over the same steps, so the total is made of the parts as in one step.
+    parts = metrics["loss/policy"] + cfg.value_coef * metrics["loss/value"] - cfg.entropy_coef * metrics["loss/entropy"]
+    assert metrics["loss/total"] == pytest.approx(parts, rel=1e-4, abs=1e-6)
+    assert metrics["loss/value"] >= 0  # a mean of squares
+    # The entropy of a distribution over the legal moves: above 0 for an untrained net, at most log(moves).
+    most_moves = max(len(legal_move_indices(board)[1]) for rec in records for board, _ in replay(rec))
+    assert 0 < metrics["loss/entropy"] <= math.log(most_moves) + 1e-5  # float32 slack
     assert 0 <= metrics["train/clip_fraction"] <= 1
     after = model.state_dict()
     unchanged = [k for k, v in before.items() if torch.equal(v, after[k])]
