@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,14 +191,23 @@ def _train(args: argparse.Namespace) -> int:
         task = asyncio.current_task()
         assert task is not None
 
-        def on_sigterm() -> None:
-            stopped_by.append(signal.SIGTERM)
+        def on_signal(signum: int) -> None:
+            # The first Ctrl-C or SIGTERM cancels the session; later ones must not break into its
+            # clean-up (asyncio.Runner turns a second Ctrl-C into a KeyboardInterrupt anywhere).
+            if stopped_by:
+                print(
+                    "asp train: stopping; waiting for the workers to stop and the files to be removed", file=sys.stderr
+                )
+                return
+            stopped_by.append(signum)
             task.cancel()
 
         # Signal handlers belong to the main thread; run elsewhere (an application embedding
-        # asp, a test), SIGTERM stays the application's business.
+        # asp, a test), signals stay the application's business.
         if threading.current_thread() is threading.main_thread():
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, on_sigterm)
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, on_signal, signum)
         return await train_session(
             run,
             cfg,
@@ -211,14 +221,16 @@ def _train(args: argparse.Namespace) -> int:
         with display, asyncio.Runner() as runner:
             history = runner.run(session())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        # The checkpoint, not this process, knows: a resumed run began with iterations done.
-        saved = run.saved_iterations()
-        print(
-            f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
-            f"resume with: {resume_hint}",
-            file=sys.stderr,
-        )
-        return 128 + signal.SIGTERM if stopped_by else EXIT_INTERRUPTED
+        # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
+        with _sigint_ignored():
+            # The checkpoint, not this process, knows: a resumed run began with iterations done.
+            saved = run.saved_iterations()
+            print(
+                f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
+                f"resume with: {resume_hint}",
+                file=sys.stderr,
+            )
+        return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
     final = history[-1] if history else {}
     score = final.get("eval/score")
     print(
@@ -226,6 +238,19 @@ def _train(args: argparse.Namespace) -> int:
         f"{'n/a' if score is None else f'{score:.3f}'}; curves: {run.curves}"
     )
     return 0
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore SIGINT inside the block (main thread only: elsewhere signals are not ours)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
