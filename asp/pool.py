@@ -22,7 +22,6 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -193,12 +192,6 @@ class WorkerProcess:
         await asyncio.to_thread(self.executor.shutdown, wait=True)
 
 
-@dataclass
-class _Starts:
-    failures: int = 0
-    """Consecutive failed starts of the slot (reset by a successful one)."""
-
-
 class LocalPool:
     """The slots' worker processes: start, replace, kill and close them."""
 
@@ -213,7 +206,7 @@ class LocalPool:
         self.arrays = SlotArrays(workers)
         self.warm: tuple[type[nn.Module], Any] | None = None
         self.procs: list[WorkerProcess | None] = [None] * workers
-        self._starts = [_Starts() for _ in range(workers)]
+        self._failed_starts = [0] * workers  # in a row, per slot; reset by a successful start
         self._numbers = 0
 
     def spawn(self, slot: int) -> WorkerProcess:
@@ -255,7 +248,7 @@ class LocalPool:
         for slot, proc in enumerate(self.procs):
             if proc is not None and proc.ready and not proc.announced:
                 proc.announced = True
-                self._starts[slot].failures = 0
+                self._failed_starts[slot] = 0
                 seconds = round(time.monotonic() - proc.start_began, 3)
                 log.info("worker_started", slot=slot, worker=proc.number, pid=proc.pid, seconds=seconds)
             if proc is None or proc.started is None or proc.killed or proc.ready:
@@ -271,12 +264,12 @@ class LocalPool:
                 continue
             await proc.kill("start_failed")
             self.procs[slot] = None
-            starts = self._starts[slot]
-            starts.failures += 1
-            log.warning("worker_start_failed", slot=slot, pid=proc.pid, reason=reason, failures=starts.failures)
-            if starts.failures >= self.MAX_FAILED_STARTS:
+            self._failed_starts[slot] += 1
+            failures = self._failed_starts[slot]
+            log.warning("worker_start_failed", slot=slot, pid=proc.pid, reason=reason, failures=failures)
+            if failures >= self.MAX_FAILED_STARTS:
                 raise AspError(
-                    f"the worker of slot {slot} failed to start {starts.failures} times in a row; last: {reason} "
+                    f"the worker of slot {slot} failed to start {failures} times in a row; last: {reason} "
                     f"(see the workers' stderr; the initializer builds the model, which may not fit in memory)"
                 )
 

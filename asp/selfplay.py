@@ -444,6 +444,7 @@ class SelfPlay:
             try:
                 while queue or flights:
                     self._check_still_open()
+                    self._replace_lost(figures, call)
                     await self._dispatch(queue, flights, figures, call, model_ref, opp_ref)
                     waits: list[asyncio.Future[Any]] = [f.future for f in flights.values()]
                     waits += pool.starting()
@@ -460,7 +461,7 @@ class SelfPlay:
                     for flight, overdue in self._overdue(flights):
                         del flights[flight.slot]
                         await self._give_up_on(flight, overdue, queue, figures, call)
-                await self._dispatch(queue, flights, figures, call, model_ref, opp_ref)  # replace the dead
+                self._replace_lost(figures, call)  # the last ones too: they start while the caller works
             finally:
                 if flights:
                     await self._cancel_flights(flights, call)
@@ -474,18 +475,12 @@ class SelfPlay:
         model_ref: WeightRef,
         opp_ref: WeightRef | None,
     ) -> None:
-        """Replace dead workers at once; send the next shards to free slots whose worker is ready."""
+        """Send the next shards to free slots whose worker is ready."""
         assert self._pool is not None
         pool = self._pool
         for slot in range(self.workers):
             proc = pool.procs[slot]
-            if proc is None or proc.killed:
-                # Replaced now, not when a shard needs the slot: it starts while the others play.
-                figures.respawns += 1
-                new = pool.spawn(slot)
-                call.info("worker_respawning", slot=slot, pid=new.pid)
-                continue
-            if not queue or slot in flights or not proc.ready:
+            if proc is None or proc.killed or not queue or slot in flights or not proc.ready:
                 continue  # nothing to send, busy, or its worker is still starting
             if not proc.alive():
                 await self._lost_idle(proc, call)
@@ -513,6 +508,16 @@ class SelfPlay:
                 games=shard.cfg.n_games,
                 first_game=shard.cfg.first_game,
             )
+
+    def _replace_lost(self, figures: _CallFigures, call: Any) -> None:
+        """Start a new worker in every slot whose worker is gone: now, not when a shard needs the
+        slot, so that it starts while the others play."""
+        assert self._pool is not None
+        for slot, proc in enumerate(self._pool.procs):
+            if proc is None or proc.killed:
+                figures.respawns += 1
+                new = self._pool.spawn(slot)
+                call.info("worker_respawning", slot=slot, pid=new.pid)
 
     async def _lost_idle(self, proc: WorkerProcess, call: Any) -> None:
         """A worker died with no shard of ours: replace it, and give up if that keeps happening."""
