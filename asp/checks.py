@@ -35,10 +35,12 @@ def check_spawnable(obj: object, what: str) -> None:
             )
 
 
-def check_rebuildable(net: nn.Module, role: str) -> None:
-    """Workers rebuild a network as ``cls(net.cfg)``, or ``cls()`` when it has no ``cfg``."""
+def check_rebuildable(net: nn.Module, role: str, *, importable: bool = True) -> None:
+    """Workers rebuild a network as ``cls(net.cfg)``, or ``cls()`` when it has no ``cfg``; spawn
+    workers (``importable``) must also find ``cls`` by module and name."""
     cls = type(net)
-    check_spawnable(cls, f"the {role}'s class")
+    if importable:
+        check_spawnable(cls, f"the {role}'s class")
     if getattr(net, "cfg", None) is None and cls not in _NO_ARG_OK:
         try:
             cls()

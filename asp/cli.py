@@ -50,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
+    train.add_argument("--backend", choices=("local", "ray"), default="local", help="where workers run (default local)")
+    train.add_argument(
+        "--address",
+        help="Ray only: 'auto' joins this machine's Ray cluster, ray://HOST:PORT a Ray client (default: "
+        "a private Ray instance on this machine)",
+    )
     train.add_argument("--run-dir", help="run directory (default runs/<name>)")
     train.add_argument("--name", default="tinychess", help="run name, for the default run directory")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
@@ -184,6 +190,8 @@ def _train(args: argparse.Namespace) -> int:
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
     resume_hint = f"asp train --resume {run.path}"
+    if args.backend != "local":
+        resume_hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
 
     stopped_by: list[int] = []
 
@@ -215,6 +223,8 @@ def _train(args: argparse.Namespace) -> int:
             workers=args.workers,
             threads_per_worker=args.threads_per_worker,
             progress=display.update,
+            backend=args.backend,
+            address=args.address,
         )
 
     try:

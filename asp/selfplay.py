@@ -14,11 +14,13 @@ How it works (see DESIGN.md, "Facts about process pools"):
 * Shards wait in a queue here, in the parent. A shard is handed to a worker only when its
   slot is free, one slot per worker, so nothing that has not started sits in an executor,
   and cancelling means cancelling running shards only.
-* Each slot's worker is a process of its own executor (:mod:`asp.pool`): a worker that dies
-  or stalls costs its own shard, which runs again, and its own process, which is replaced;
-  the other workers keep playing.
-* Weights are published to a file once per version (:class:`asp.weights.WeightStore`); every
-  shard names the publication it must use, and a worker reloads when its copy differs.
+* Workers belong to a backend (:mod:`asp.backends.base`): spawn processes on this machine
+  (``backend="local"``, :mod:`asp.backends.local`) or Ray actors (``backend="ray"``,
+  :mod:`asp.backends.ray_backend`). SelfPlay holds the policy only and knows the backend by
+  its protocol. A worker that dies or stalls costs its own shard, which runs again, and its
+  own worker, which is replaced; the other workers keep playing.
+* Weights are published once per version (a file, or Ray's object store); every shard names
+  the publication it must use, and a worker reloads when its copy differs.
 * Every game has an id. Execution is at-least-once (a shard can run again after a crash),
   results are exactly-once: a shard's result is taken once, and ``play`` keeps one record
   per game id.
@@ -34,37 +36,26 @@ import contextlib
 import dataclasses
 import enum
 import math
-import pickle
-import shutil
-import tempfile
 import time
 import traceback
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
 import structlog
 from torch import nn
 
-from asp import progress, worker
-from asp.checks import (
-    check_cfg,
-    check_main_module,
-    check_rebuildable,
-    check_spawnable,
-    positive_int,
-    positive_seconds,
-)
+from asp import backends, progress
+from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_traceback
+from asp.checks import check_cfg, positive_int, positive_seconds
 from asp.cores import available_cores
 from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, ShardCancelled, ShardFailed
 from asp.log import quiet_unless_configured
-from asp.pool import LocalPool, WorkerProcess, signal_name
 from asp.shield import finish
-from asp.weights import WeightRef, WeightStore
+from asp.weights import WeightRef
+from asp.worker import ShardOutput, ShardTask
 
 __all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
@@ -78,7 +69,6 @@ record has a ``game_id``."""
 _TICK = 0.1  # seconds between looks at progress counters while shards run
 _WAIT_WARNING = 30.0  # seconds a call waits for another call before it says so in the log
 _MAX_IDLE_DEATHS = 3  # deaths of one slot's worker in a row, with no shard, before giving up
-_UNPICKLE_IN_THREAD = 1 << 20  # results larger than this (bytes) are unpickled off the loop
 
 
 @dataclass(frozen=True)
@@ -101,6 +91,8 @@ class ShardResult:
     """Id of the shard's first game."""
     n_games: int
     """Games in the shard."""
+    node: str
+    """The machine that played it: its host name (local backend) or Ray node id."""
 
 
 class _State(enum.Enum):
@@ -120,10 +112,10 @@ class _Shard:
 class _Flight:
     shard: _Shard
     slot: int
-    future: asyncio.Future[bytes]
-    proc: WorkerProcess
+    future: asyncio.Future[ShardOutput]
+    pid: int | None
     dispatched: float
-    plies: int = 0
+    state: SlotState = SlotState(progress.IDLE, 0, None)
     moved: float | None = None
     """When the counter last moved; None until the worker has started the shard."""
 
@@ -136,13 +128,6 @@ class _CallFigures:
     started: float = field(default_factory=time.perf_counter)
 
 
-def _remote_traceback(exc: BaseException) -> str:
-    cause = exc.__cause__
-    if cause is not None and type(cause).__name__ == "_RemoteTraceback":
-        return str(cause).strip()
-    return "".join(traceback.format_exception(exc)).strip()
-
-
 def _merge_stats(shard_stats: list[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for stats in shard_stats:
@@ -153,7 +138,7 @@ def _merge_stats(shard_stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class SelfPlay:
-    """Plays games in spawn worker processes, behind an async API.
+    """Plays games in worker processes (local spawn processes or Ray actors), behind an async API.
 
     Use it as ``async with SelfPlay(...) as selfplay:``. Calls on one SelfPlay run one at a
     time: a call from another task waits for the running one (and says so in the log every
@@ -174,6 +159,8 @@ class SelfPlay:
         cancel_grace: float = 1.0,
         start_timeout: float = 120.0,
         summarise: Callable[[list[Any]], dict[str, Any]] | None = None,
+        backend: str = "local",
+        address: str | None = None,
     ) -> None:
         """
         :param workers: worker processes (default: usable cores // threads_per_worker, at least 1;
@@ -190,6 +177,11 @@ class SelfPlay:
         :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
         :param summarise: turns all records of a call into stats (default: TinyChess's
             ``summarise`` for the default play_fn, else a sum of the shards' numeric stats).
+        :param backend: ``"local"`` (spawn processes on this machine) or ``"ray"`` (Ray actors;
+            needs the extra ``asp[ray]``).
+        :param address: Ray only: None starts a private Ray instance on this machine, ``"auto"``
+            joins the cluster this machine belongs to (``ray start``), ``"ray://host:10001"``
+            connects a Ray client.
         """
         positive_int("threads_per_worker", threads_per_worker, 256)
         if workers is None:
@@ -208,7 +200,15 @@ class SelfPlay:
             from asp.tinychess import summarise as tinychess_summarise
 
             play_fn, summarise = play_games, summarise or tinychess_summarise
-        check_spawnable(play_fn, "play_fn")
+        self._backend = backends.create(
+            backend,
+            workers=workers,
+            threads_per_worker=threads_per_worker,
+            start_timeout=start_timeout,
+            play_fn=play_fn,
+            address=address,
+        )
+        self.backend = backend
         self.workers = workers
         self.threads_per_worker = threads_per_worker
         self.play_fn = play_fn
@@ -219,9 +219,6 @@ class SelfPlay:
         self.start_timeout = start_timeout
         self._summarise = summarise
         self._state = _State.NEW
-        self._pool: LocalPool | None = None
-        self._tmp: Path | None = None
-        self._weights: WeightStore | None = None
         self._lock: asyncio.Lock | None = None
         self._owner: asyncio.Task[Any] | None = None
         self._idle_deaths = [0] * workers
@@ -229,9 +226,7 @@ class SelfPlay:
     @property
     def pids(self) -> list[int | None]:
         """The pid of each slot's worker process (None where none is running)."""
-        if self._pool is None:
-            return [None] * self.workers
-        return [p.pid if p is not None and not p.killed else None for p in self._pool.procs]
+        return [self._backend.pid(slot) for slot in range(self.workers)]
 
     def summarise(self, records: list[Any]) -> dict[str, Any]:
         """The stats of ``records`` by this SelfPlay's ``summarise`` (``{"games": n}`` without one)."""
@@ -250,25 +245,13 @@ class SelfPlay:
         """Start every worker and wait until each has built its model; ``async with`` calls this."""
         if self._state is not _State.NEW:
             raise ClosedError(f"SelfPlay.start: already {self._state.value}; a SelfPlay starts once")
-        check_main_module()
         quiet_unless_configured()
         self._state = _State.OPEN
         self._lock = asyncio.Lock()
-        self._tmp = Path(tempfile.mkdtemp(prefix="asp-"))
-        self._weights = WeightStore(self._tmp / "weights")
-        self._pool = LocalPool(
-            workers=self.workers,
-            threads_per_worker=self.threads_per_worker,
-            stack_dir=self._tmp,
-            start_timeout=self.start_timeout,
-        )
         try:
-            with anyio.fail_after(self.start_timeout):
-                await self._pool.start()
-        except BaseException as e:
+            await self._backend.start()
+        except BaseException:
             await self.aclose()
-            if isinstance(e, BrokenProcessPool | TimeoutError):
-                raise AspError(f"the worker pool could not start: {e!r} (see the workers' stderr)") from e
             raise
 
     async def aclose(self) -> None:
@@ -282,16 +265,10 @@ class SelfPlay:
             return
         self._state = _State.CLOSED
         try:
-            if self._pool is not None:
-                await finish(self._pool.close(grace=self.cancel_grace))
+            await finish(self._backend.close(grace=self.cancel_grace))
         finally:
-            if self._pool is not None:
-                self._pool.kill_now()
-            if self._weights is not None:
-                self._weights.close()
-            if self._tmp is not None:
-                shutil.rmtree(self._tmp, ignore_errors=True)
-            log.info("selfplay_closed")
+            self._backend.kill_now()
+            log.info("selfplay_closed", backend=self.backend)
 
     def _check_open(self, what: str) -> None:
         if self._state is _State.NEW:
@@ -409,24 +386,13 @@ class SelfPlay:
         ]
 
     async def _publish(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[WeightRef, WeightRef | None]:
-        assert self._weights is not None and self._pool is not None
-        weights = self._weights
-        for net, role in ((model, "model"), (opp, "opponent")):
-            if net is not None:
-                check_rebuildable(net, role)
-
-        def publish() -> tuple[WeightRef, WeightRef | None]:
-            model_ref = weights.publish("model", model, version=cfg.model_version)
-            opp_ref = None
-            if opp is not None:
-                opp_ref = weights.publish("opponent", opp, version=getattr(cfg, "opponent_version", 0))
-            return model_ref, opp_ref
-
-        # torch.save, fsync and the comparison with the last publication take long for a large
-        # model: off the event loop, so that shards of other work are collected meanwhile.
-        model_ref, opp_ref = await asyncio.to_thread(publish)
-        if self._pool.warm is None:
-            self._pool.warm = (model_ref.model_class, model_ref.model_cfg)
+        self._backend.check_network(model, "model")
+        if opp is not None:
+            self._backend.check_network(opp, "opponent")
+        model_ref = await self._backend.publish("model", model, cfg.model_version)
+        opp_ref = None
+        if opp is not None:
+            opp_ref = await self._backend.publish("opponent", opp, getattr(cfg, "opponent_version", 0))
         return model_ref, opp_ref
 
     async def _stream(
@@ -436,8 +402,7 @@ class SelfPlay:
         figures.shards = len(queue)
         async with self._one_call(what):
             self._check_open(what)
-            assert self._pool is not None
-            pool = self._pool
+            backend = self._backend
             model_ref, opp_ref = await self._publish(model, opp, cfg)
             flights: dict[int, _Flight] = {}
             call = log.bind(model_version=model_ref.version, publication=model_ref.publication)
@@ -445,20 +410,20 @@ class SelfPlay:
                 while queue or flights:
                     self._check_still_open()
                     self._replace_lost(figures, call)
-                    await self._dispatch(queue, flights, figures, call, model_ref, opp_ref)
+                    await self._dispatch(queue, flights, call, model_ref, opp_ref)
                     waits: list[asyncio.Future[Any]] = [f.future for f in flights.values()]
-                    waits += pool.starting()
+                    waits += backend.starting()
                     if waits:
                         await asyncio.wait(waits, timeout=_TICK, return_when=asyncio.FIRST_COMPLETED)
                     else:
                         await asyncio.sleep(_TICK)
-                    await pool.check_starts()
+                    await backend.check_starts()
                     for flight in [f for f in flights.values() if f.future.done()]:
                         del flights[flight.slot]
                         result = await self._settle(flight, queue, figures, call)
                         if result is not None:
                             yield result
-                    for flight, overdue in self._overdue(flights):
+                    for flight, overdue in await self._overdue(flights):
                         del flights[flight.slot]
                         await self._give_up_on(flight, overdue, queue, figures, call)
                 self._replace_lost(figures, call)  # the last ones too: they start while the caller works
@@ -470,41 +435,34 @@ class SelfPlay:
         self,
         queue: deque[_Shard],
         flights: dict[int, _Flight],
-        figures: _CallFigures,
         call: Any,
         model_ref: WeightRef,
         opp_ref: WeightRef | None,
     ) -> None:
         """Send the next shards to free slots whose worker is ready."""
-        assert self._pool is not None
-        pool = self._pool
+        backend = self._backend
         for slot in range(self.workers):
-            proc = pool.procs[slot]
-            if proc is None or proc.killed or not queue or slot in flights or not proc.ready:
+            if not queue or slot in flights or not backend.ready(slot):
                 continue  # nothing to send, busy, or its worker is still starting
-            if not proc.alive():
-                await self._lost_idle(proc, call)
+            loss = await backend.idle_loss(slot)
+            if loss is not None:
+                await self._lost_idle(slot, loss, call)
                 continue
             shard = queue.popleft()
-            task = worker.ShardTask(self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt)
+            task = ShardTask(self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt)
             try:
-                payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception as e:
-                raise ConfigError(f"shard {shard.index}'s task (play_fn, cfg) cannot be pickled: {e!r}") from e
-            pool.arrays.reset(slot)
-            try:
-                future = proc.submit(worker.run_shard, payload)
-            except BrokenProcessPool:  # its worker died while idle, and the executor noticed first
+                future = backend.submit(slot, task)
+            except WorkerLost:  # its worker died while idle, and the backend noticed first
                 queue.appendleft(shard)
-                await self._lost_idle(proc, call)
+                await self._lost_idle(slot, await backend.idle_loss(slot) or "unknown", call)
                 continue
-            flights[slot] = _Flight(shard, slot, future, proc, time.monotonic())
+            flights[slot] = _Flight(shard, slot, future, backend.pid(slot), time.monotonic())
             call.debug(
                 "shard_dispatched",
                 shard=shard.index,
                 attempt=shard.attempt,
                 slot=slot,
-                pid=proc.pid,
+                pid=backend.pid(slot),
                 games=shard.cfg.n_games,
                 first_game=shard.cfg.first_game,
             )
@@ -512,39 +470,31 @@ class SelfPlay:
     def _replace_lost(self, figures: _CallFigures, call: Any) -> None:
         """Start a new worker in every slot whose worker is gone: now, not when a shard needs the
         slot, so that it starts while the others play."""
-        assert self._pool is not None
-        for slot, proc in enumerate(self._pool.procs):
-            if proc is None or proc.killed:
-                figures.respawns += 1
-                new = self._pool.spawn(slot)
-                call.info("worker_respawning", slot=slot, pid=new.pid)
+        for slot in self._backend.vacant():
+            figures.respawns += 1
+            self._backend.replace(slot)
+            call.info("worker_respawning", slot=slot, pid=self._backend.pid(slot))
 
-    async def _lost_idle(self, proc: WorkerProcess, call: Any) -> None:
+    async def _lost_idle(self, slot: int, exit: str, call: Any) -> None:
         """A worker died with no shard of ours: replace it, and give up if that keeps happening."""
-        code = await proc.exit_code()
-        self._idle_deaths[proc.slot] += 1
-        deaths = self._idle_deaths[proc.slot]
-        call.warning("worker_died", pid=proc.pid, exit=signal_name(code), slot=proc.slot, shard=None, idle=True)
-        await proc.kill("died while idle")
+        self._idle_deaths[slot] += 1
+        deaths = self._idle_deaths[slot]
+        call.warning("worker_died", pid=self._backend.pid(slot), exit=exit, slot=slot, shard=None, idle=True)
+        await self._backend.kill(slot, "died while idle")
         if deaths >= _MAX_IDLE_DEATHS:
             raise AspError(
-                f"the worker of slot {proc.slot} died {deaths} times in a row without a shard "
-                f"(last: {signal_name(code)}); see the workers' stderr"
+                f"the worker of slot {slot} died {deaths} times in a row without a shard "
+                f"(last: {exit}); see the workers' stderr"
             )
 
     async def _settle(
         self, flight: _Flight, queue: deque[_Shard], figures: _CallFigures, call: Any
     ) -> ShardResult | None:
         """A finished flight: its result, or a retry (ShardFailed when none is left)."""
-        shard, fut, proc = flight.shard, flight.future, flight.proc
+        shard, fut = flight.shard, flight.future
         exc = fut.exception()
         if exc is None:
-            try:
-                out = await _unpickle(fut.result())
-            except Exception as e:
-                reason = f"the coordinator could not unpickle shard {shard.index}'s result: {e!r}"
-                self._retry(shard, queue, figures, call, reason, "".join(traceback.format_exception(e)))
-                return None
+            out = fut.result()
             self._idle_deaths[flight.slot] = 0
             call.info(
                 "shard_done",
@@ -564,51 +514,51 @@ class SelfPlay:
                 out.seconds,
                 shard.cfg.first_game,
                 shard.cfg.n_games,
+                out.node,
             )
         self._check_still_open()  # a shard that aclose() stopped is no failure of the shard
-        if not isinstance(exc, BrokenProcessPool):
-            self._retry(shard, queue, figures, call, f"play_fn raised {exc!r}", _remote_traceback(exc))
+        if isinstance(exc, UnreadableResult):
+            self._retry(shard, queue, figures, call, str(exc), "".join(traceback.format_exception(exc)))
             return None
-        code = await proc.exit_code()
-        began = flight.moved is not None or self._phase(flight.slot) != progress.IDLE
-        cause = _remote_traceback(exc) if exc.__cause__ is not None else None
+        if not isinstance(exc, WorkerLost):
+            self._retry(shard, queue, figures, call, f"play_fn raised {exc!r}", remote_traceback(exc))
+            return None
         call.warning(
             "worker_died",
-            pid=proc.pid,
-            exit=signal_name(code),
+            pid=exc.pid,
+            exit=exc.exit,
             slot=flight.slot,
             shard=shard.index,
             attempt=shard.attempt,
-            started_shard=began,
-            cause=cause,
+            started_shard=exc.started_shard,
+            cause=exc.cause,
         )
-        await proc.kill("worker died")
-        reason = f"worker {proc.pid} died ({signal_name(code)})"
-        if not began:
-            reason += " before it started the shard"
-        self._retry(shard, queue, figures, call, reason, cause or reason)
+        await self._backend.kill(flight.slot, "worker died")
+        self._retry(shard, queue, figures, call, exc.reason, exc.cause or exc.reason)
         return None
 
-    def _phase(self, slot: int) -> int:
-        assert self._pool is not None
-        return int(self._pool.arrays.phase[slot])
-
-    def _overdue(self, flights: dict[int, _Flight]) -> list[tuple[_Flight, str]]:
+    async def _overdue(self, flights: dict[int, _Flight]) -> list[tuple[_Flight, str]]:
         """Flights to give up on: stalled ones, and ones their worker never started."""
-        assert self._pool is not None
+        if not flights:
+            return []
+        states = await self._backend.states(list(flights))
         now = time.monotonic()
         overdue = []
         for flight in flights.values():
-            phase = self._phase(flight.slot)
-            if phase == progress.IDLE and flight.moved is None:
+            if flight.future.done():
+                continue  # settled at the next turn of the loop
+            state = states.get(flight.slot, flight.state)  # no answer: the counter did not move
+            if state.phase == progress.IDLE and flight.moved is None:
                 if now - flight.dispatched > self.start_timeout:
                     overdue.append((flight, "not_started"))
                 continue
-            if phase == progress.RETURNING:
+            if flight.pid is None:
+                flight.pid = state.pid
+            if state.phase == progress.RETURNING:
+                flight.state = state
                 continue  # pickling and sending a result is not a stall, however large it is
-            plies = self._pool.arrays.progress[flight.slot]
-            if flight.moved is None or plies != flight.plies:
-                flight.plies, flight.moved = plies, now
+            if flight.moved is None or state.plies != flight.state.plies:
+                flight.state, flight.moved = state, now
             elif self.stall_timeout is not None and now - flight.moved > self.stall_timeout:
                 overdue.append((flight, "stalled"))
         return overdue
@@ -616,28 +566,28 @@ class SelfPlay:
     async def _give_up_on(
         self, flight: _Flight, overdue: str, queue: deque[_Shard], figures: _CallFigures, call: Any
     ) -> None:
-        shard, proc = flight.shard, flight.proc
+        shard, pid = flight.shard, flight.pid
         if overdue == "stalled":
             assert flight.moved is not None
             idle = time.monotonic() - flight.moved
-            stack = await proc.dump_stack()
+            stack = await self._backend.stack(flight.slot)
             call.error(
                 "worker_stalled",
-                pid=proc.pid,
+                pid=pid,
                 slot=flight.slot,
                 shard=shard.index,
                 attempt=shard.attempt,
                 seconds_without_progress=round(idle, 2),
-                plies=flight.plies,
+                plies=flight.state.plies,
                 stack=stack,
             )
-            reason, details = f"worker {proc.pid} stalled: no progress for {idle:.1f} s", stack
+            reason, details = f"worker {pid} stalled: no progress for {idle:.1f} s", stack
         else:
             waited = time.monotonic() - flight.dispatched
-            call.error("shard_not_started", pid=proc.pid, slot=flight.slot, shard=shard.index, seconds=round(waited, 2))
-            reason = f"worker {proc.pid} did not start the shard within start_timeout={self.start_timeout} s"
+            call.error("shard_not_started", pid=pid, slot=flight.slot, shard=shard.index, seconds=round(waited, 2))
+            reason = f"worker {pid} did not start the shard within start_timeout={self.start_timeout} s"
             details = reason
-        await proc.kill(reason)
+        await self._backend.kill(flight.slot, reason)
         self._retry(shard, queue, figures, call, reason, details)
 
     def _retry(
@@ -661,39 +611,30 @@ class SelfPlay:
         """Ask running shards to stop; kill the workers of those that do not within the grace.
 
         Completes however often the task is cancelled meanwhile; if even that is cut short
-        (the event loop shutting down), the workers still running a shard are SIGKILLed.
+        (the event loop shutting down), the workers still running a shard are killed at once.
         """
         try:
             await finish(self._stop_flights(flights, call))
         finally:
             for flight in flights.values():
                 if not flight.future.done():
-                    flight.proc.kill_now()
+                    self._backend.kill_now(flight.slot)
             flights.clear()
 
     async def _stop_flights(self, flights: dict[int, _Flight], call: Any) -> None:
-        assert self._pool is not None
         for flight in flights.values():
-            self._pool.arrays.cancel[flight.slot] = 1
-            call.info("shard_cancelled", shard=flight.shard.index, attempt=flight.shard.attempt, pid=flight.proc.pid)
+            self._backend.cancel(flight.slot)
+            call.info("shard_cancelled", shard=flight.shard.index, attempt=flight.shard.attempt, pid=flight.pid)
         pending = [f.future for f in flights.values() if not f.future.done()]
         if pending:
             await asyncio.wait(pending, timeout=self.cancel_grace)
         for flight in flights.values():
             if not flight.future.done():
-                await flight.proc.kill("cancelled shard did not stop within the grace period")
+                await self._backend.kill(flight.slot, "cancelled shard did not stop within the grace period")
             elif not flight.future.cancelled():
                 exc = flight.future.exception()
-                if exc is not None and not isinstance(exc, ShardCancelled | BrokenProcessPool):
+                if exc is not None and not isinstance(exc, ShardCancelled | WorkerLost):
                     call.info("cancelled_shard_raised", shard=flight.shard.index, error=repr(exc))
-
-
-async def _unpickle(payload: bytes) -> worker.ShardOutput:
-    if len(payload) > _UNPICKLE_IN_THREAD:
-        out: worker.ShardOutput = await asyncio.to_thread(pickle.loads, payload)
-    else:
-        out = pickle.loads(payload)
-    return out
 
 
 def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:

@@ -1,6 +1,7 @@
 """Versioned weight files: written once per version with an atomic rename, loaded safely.
 
-A publication is a file ``<role>-v<version>-<n>.pt`` holding a ``state_dict``. It is written to
+On the local backend a publication is a file ``<role>-v<version>-<n>.pt`` holding a
+``state_dict`` (the Ray backend puts it in Ray's object store instead). It is written to
 a temporary name and renamed into place, so a reader never sees half a file, and read back
 with ``torch.load(weights_only=True)``, which loads tensors and plain containers only (no
 arbitrary pickle code).
@@ -31,7 +32,7 @@ from torch import nn
 
 from asp.atomic import save_atomic
 
-__all__ = ["WeightRef", "WeightStore", "load_state_dict"]
+__all__ = ["Publications", "WeightRef", "WeightStore", "load_state_dict"]
 
 log = structlog.get_logger("asp.weights")
 
@@ -40,8 +41,8 @@ log = structlog.get_logger("asp.weights")
 class WeightRef:
     """Where a worker finds one published version of a network, and how to build it."""
 
-    path: str
-    """The weight file (a state_dict)."""
+    location: Any
+    """Where the state_dict is: a file path (local backend) or an object reference (Ray)."""
 
     version: int
     """The version the caller gave these weights (``cfg.model_version``)."""
@@ -57,8 +58,8 @@ class WeightRef:
 
 
 def load_state_dict(ref: WeightRef) -> dict[str, torch.Tensor]:
-    """Load a publication's state_dict with ``weights_only=True`` onto the CPU."""
-    state: dict[str, torch.Tensor] = torch.load(ref.path, map_location="cpu", weights_only=True)
+    """Load a file publication's state_dict with ``weights_only=True`` onto the CPU."""
+    state: dict[str, torch.Tensor] = torch.load(ref.location, map_location="cpu", weights_only=True)
     return state
 
 
@@ -68,18 +69,16 @@ def _same_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> boo
     )
 
 
-class WeightStore:
-    """Publishes networks' weights into ``directory``, once per (role, weights) change.
+class Publications:
+    """Publishes networks' weights once per (role, weights) change; subclasses say where to.
 
     ``publish`` returns the previous :class:`WeightRef` when the module, the version and every
     tensor's contents are unchanged (compared against a copy of the last publication: exact,
     whatever way the weights were changed), so a loop that plays many calls with one set of
-    weights writes it once. Files of older publications are removed as newer ones replace them.
+    weights publishes it once. An older publication is dropped as a newer one replaces it.
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+    def __init__(self) -> None:
         self._count = 0
         self._last: dict[str, tuple[tuple[int, int], WeightRef, dict[str, torch.Tensor]]] = {}
         self._lock = threading.Lock()  # SelfPlay publishes from a thread
@@ -89,6 +88,14 @@ class WeightStore:
         with self._lock:
             return self._publish(role, model, version)
 
+    def _put(self, name: str, state: dict[str, torch.Tensor]) -> Any:
+        """Store ``state`` under ``name``; return its location."""
+        raise NotImplementedError
+
+    def _drop(self, location: Any) -> None:
+        """Release a location that no new shard will name."""
+        raise NotImplementedError
+
     def _publish(self, role: str, model: nn.Module, version: int) -> WeightRef:
         state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
         last = self._last.get(role)
@@ -96,12 +103,11 @@ class WeightStore:
             return last[1]
         started = time.perf_counter()
         self._count += 1
-        path = self.directory / f"{role}-v{version}-{self._count}.pt"
-        save_atomic(state, path)
-        ref = WeightRef(str(path), version, self._count, type(model), getattr(model, "cfg", None))
+        location = self._put(f"{role}-v{version}-{self._count}", state)
+        ref = WeightRef(location, version, self._count, type(model), getattr(model, "cfg", None))
         if last is not None:
-            # Safe: a worker holding the old file open keeps reading it; new shards name the new one.
-            Path(last[1].path).unlink(missing_ok=True)
+            # Safe: a worker that has the old weights keeps them; new shards name the new ones.
+            self._drop(last[1].location)
         # A private copy: the caller's tensors may change in place under any name (.data too).
         self._last[role] = ((id(model), version), ref, {k: v.clone() for k, v in state.items()})
         log.info(
@@ -109,10 +115,33 @@ class WeightStore:
             role=role,
             version=version,
             publication=self._count,
-            bytes=path.stat().st_size,
+            bytes=sum(t.numel() * t.element_size() for t in state.values()),
             ms=round((time.perf_counter() - started) * 1000, 2),
         )
         return ref
+
+    def close(self) -> None:
+        """Drop every publication."""
+        for _, ref, _ in self._last.values():
+            self._drop(ref.location)
+        self._last.clear()
+
+
+class WeightStore(Publications):
+    """Publishes weights as files ``<role>-v<version>-<n>.pt`` in ``directory``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        super().__init__()
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _put(self, name: str, state: dict[str, torch.Tensor]) -> str:
+        path = self.directory / f"{name}.pt"
+        save_atomic(state, path)
+        return str(path)
+
+    def _drop(self, location: Any) -> None:
+        Path(location).unlink(missing_ok=True)
 
     def close(self) -> None:
         """Remove the directory and every file in it."""

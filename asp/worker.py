@@ -1,8 +1,10 @@
 """Code that runs inside a worker process: initializer, model cache and one shard's run.
 
 Nothing here imports asyncio: a worker is plain synchronous compute. The coordinator
-(:mod:`asp.selfplay`) sends a :class:`ShardTask` per shard and gets a :class:`ShardOutput`
-back, or the exception the shard raised.
+(:mod:`asp.selfplay`, through a backend) sends a :class:`ShardTask` per shard and gets a
+:class:`ShardOutput` back, or the exception the shard raised. :func:`initialize` and
+:func:`run_shard` are the local backend's process side; :func:`play_task` is what every
+backend runs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import ctypes
 import faulthandler
 import os
 import pickle
+import platform
 import signal
 import threading
 import time
@@ -27,7 +30,7 @@ from asp.errors import ConfigError
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
-__all__ = ["ShardOutput", "ShardTask", "initialize", "run_shard"]
+__all__ = ["Loader", "ShardOutput", "ShardTask", "initialize", "play_task", "run_shard"]
 
 log = structlog.get_logger("asp.worker")
 
@@ -63,6 +66,8 @@ class ShardOutput:
     stats: dict[str, Any]
     pid: int
     seconds: float
+    node: str
+    """The machine that played it: its host name, or its Ray node id on the Ray backend."""
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -101,6 +106,15 @@ def initialize(
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(fmt=log_settings[0], level=log_settings[1])
     _die_with_parent(parent_pid)
+    set_threads(threads)
+    _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
+    faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
+    progress.attach(slot, progress_counters, cancel_flags, slot_pids, phases)
+    prebuild(warm)
+
+
+def set_threads(threads: int) -> None:
+    """Give torch and OpenMP ``threads`` threads in this process (one inter-op thread)."""
     for name in _THREAD_ENV:
         os.environ[name] = str(threads)
     torch.set_num_threads(threads)
@@ -108,9 +122,10 @@ def initialize(
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already set (only possible before any parallel work)
         pass
-    _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
-    faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
-    progress.attach(slot, progress_counters, cancel_flags, slot_pids, phases)
+
+
+def prebuild(warm: tuple[type[nn.Module], Any] | None) -> None:
+    """Build the model network of class and cfg ``warm`` now, so that the first shard need not."""
     if warm is not None:
         _nets[("model", warm[0], _cfg_key(warm[1]))] = (-1, _build(*warm))
 
@@ -131,17 +146,32 @@ def _build(model_class: type[nn.Module], model_cfg: Any) -> nn.Module:
     return net
 
 
-def _network(role: str, ref: WeightRef) -> nn.Module:
+Loader = Callable[[WeightRef], dict[str, torch.Tensor]]
+"""Fetches a publication's state_dict (from a file, or from Ray's object store)."""
+
+
+def _network(role: str, ref: WeightRef, load: Loader) -> nn.Module:
     """The network for ``role`` holding exactly the weights of publication ``ref``."""
     key = (role, ref.model_class, _cfg_key(ref.model_cfg))
     publication, net = _nets.get(key) or (-1, None)
     if net is None:
         net = _build(ref.model_class, ref.model_cfg)
     if publication != ref.publication:
-        net.load_state_dict(load_state_dict(ref))
+        net.load_state_dict(load(ref))
         log.debug("weights_loaded", role=role, version=ref.version, publication=ref.publication)
     _nets[key] = (ref.publication, net)
     return net
+
+
+def play_task(task: ShardTask, load: Loader, node: str) -> ShardOutput:
+    """Play one shard in this process: its networks (reloaded on a new publication), then play_fn."""
+    started = time.perf_counter()
+    progress.heartbeat(0)
+    model = _network("model", task.model, load)
+    opponent = _network("opponent", task.opponent, load) if task.opponent is not None else None
+    progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
+    records, stats = task.play_fn(model, opponent, task.cfg)
+    return ShardOutput(records, stats, os.getpid(), time.perf_counter() - started, node)
 
 
 def run_shard(payload: bytes) -> bytes:
@@ -154,7 +184,6 @@ def run_shard(payload: bytes) -> bytes:
     so that pickling a large result is never taken for a stall, and a result the coordinator
     cannot unpickle is an error of this shard there, not a broken worker.
     """
-    started = time.perf_counter()
     progress.begin_shard()
     try:
         try:
@@ -165,12 +194,7 @@ def run_shard(payload: bytes) -> bytes:
                 f"class and the network classes at module level of an importable module (not under "
                 f"`if __name__ == '__main__':`, not in a notebook cell)"
             ) from e
-        progress.heartbeat(0)
-        model = _network("model", task.model)
-        opponent = _network("opponent", task.opponent) if task.opponent is not None else None
-        progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
-        records, stats = task.play_fn(model, opponent, task.cfg)
+        output = play_task(task, load_state_dict, platform.node())
     finally:
         progress.end_shard()
-    output = ShardOutput(records, stats, os.getpid(), time.perf_counter() - started)
     return pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL)

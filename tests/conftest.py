@@ -1,6 +1,13 @@
-"""Shared fixtures of the orchestrator tests (test_selfplay, test_sync, test_weights, test_progress)."""
+"""Shared fixtures of the orchestrator tests (test_selfplay, test_backends, test_faults, test_sync...)."""
 
 from __future__ import annotations
+
+import os
+
+# Before anything imports Ray (it reads both at import): the Ray backend's tests start local
+# instances that must listen on loopback only and send no usage reports outside.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 from collections.abc import Callable, Iterator
 from typing import Any

@@ -32,7 +32,7 @@ QUIET_CALLS = 10  # neither
 
 def _ready_pids(selfplay: SelfPlay) -> list[int]:
     """Pids of workers that have started (a kill while starting is another test's business)."""
-    pool = selfplay._pool
+    pool = selfplay._backend
     assert pool is not None
     return [p.pid for p in pool.procs if p is not None and p.ready and p.alive() and p.pid is not None]
 

@@ -236,8 +236,8 @@ async def test_a_worker_that_dies_on_receiving_its_task_is_charged_and_the_call_
 @pytest.mark.asyncio
 async def test_a_worker_killed_while_its_stream_waits_for_the_consumer_is_blamed(logs: Logs) -> None:
     async with SelfPlay(workers=2, play_fn=one_slow_shard_play, shard_games=1) as selfplay:
-        assert selfplay._pool is not None
-        arrays = selfplay._pool.arrays
+        assert selfplay._backend is not None
+        arrays = selfplay._backend.arrays
         stream = selfplay.stream(tiny(), None, FaultConfig(n_games=4, plies=2, fault_game=1))
         got: list[int] = []
         try:
@@ -297,8 +297,8 @@ async def test_a_worker_still_starting_is_not_sent_shards_nor_charged_with_a_sta
         await selfplay.play(model, None, FaultConfig(n_games=2))  # workers now build this model at start
         (tmp_path / "armed").touch()  # the next worker to build it takes 3 s
         survivor, victim = selfplay.pids
-        assert victim is not None and selfplay._pool is not None
-        victim_proc = selfplay._pool.procs[1]
+        assert victim is not None and selfplay._backend is not None
+        victim_proc = selfplay._backend.procs[1]
         assert victim_proc is not None
         os.kill(victim, signal.SIGKILL)
         # gone for good: every thread has let go of its files (the main thread turns zombie earlier)
@@ -335,7 +335,7 @@ async def test_two_native_cancels_still_stop_every_worker_and_remove_every_file(
         task = asyncio.create_task(run(opened, busy))
         await wait_until(lambda opened=opened, busy=busy: _running_or_idle(opened, busy))
         await asyncio.sleep(0.3)
-        tmp = opened[0]._tmp
+        tmp = opened[0]._backend._tmp
         task.cancel()
         await asyncio.sleep(0.2 if busy else 0.05)  # clean-up under way
         task.cancel()  # a second Ctrl-C: it breaks into anyio's shield
@@ -348,9 +348,9 @@ async def test_two_native_cancels_still_stop_every_worker_and_remove_every_file(
 
 def _running_or_idle(opened: list[SelfPlay], busy: bool) -> bool:
     """The SelfPlay is open and, if ``busy``, its slot 0 runs a shard."""
-    if not opened or opened[0]._pool is None:
+    if not opened or opened[0]._state.value != "open":
         return False
-    return not busy or opened[0]._pool.arrays.phase[0] == 1
+    return not busy or opened[0]._backend.arrays.phase[0] == 1
 
 
 # -- 10. blame ------------------------------------------------------------------------------
@@ -360,8 +360,8 @@ def _running_or_idle(opened: list[SelfPlay], busy: bool) -> bool:
 @pytest.mark.asyncio
 async def test_a_worker_sigtermed_by_an_operator_costs_only_its_own_shard(logs: Logs, children: Children) -> None:
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1) as selfplay:
-        assert selfplay._pool is not None
-        arrays = selfplay._pool.arrays
+        assert selfplay._backend is not None
+        arrays = selfplay._backend.arrays
         workers = children()
         task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=200, delay=0.01)))
         await wait_until(lambda: all(arrays.progress[s] > 5 for s in (0, 1)))
@@ -407,8 +407,8 @@ async def test_pickling_a_large_result_is_not_a_stall(logs: Logs) -> None:
 async def test_aclose_from_another_task_ends_a_running_call_with_closed_error(logs: Logs, children: Children) -> None:
     selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1)
     await selfplay.start()
-    assert selfplay._pool is not None
-    arrays = selfplay._pool.arrays
+    assert selfplay._backend is not None
+    arrays = selfplay._backend.arrays
     # many short shards: one finishes while the workers are being stopped, and the loop, which
     # used to send the next one to the shut-down executor, raised a bare RuntimeError
     cfg = FaultConfig(n_games=100, plies=10, delay=0.01)

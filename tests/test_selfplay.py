@@ -81,7 +81,7 @@ async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) ->
 
 def both_slots_busy(selfplay: SelfPlay) -> Callable[[], bool]:
     """True once both workers have reported progress on their shard."""
-    pool = selfplay._pool
+    pool = selfplay._backend
     assert pool is not None
     return lambda: all(pool.arrays.progress[slot] > 0 for slot in range(selfplay.workers))
 
@@ -299,7 +299,7 @@ async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback
     mark = len(logs)
     with pytest.raises(ShardFailed) as info:
         async with SelfPlay(workers=2, play_fn=fault_play, retries=0) as selfplay:
-            tmp = selfplay._tmp
+            tmp = selfplay._backend._tmp
             assert tmp is not None and tmp.is_dir()
             await selfplay.play(model, None, bad)
     assert info.value.attempts == 1
@@ -361,8 +361,8 @@ async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_
 ) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=None) as selfplay:
-        assert selfplay._pool is not None
-        arrays = selfplay._pool.arrays
+        assert selfplay._backend is not None
+        arrays = selfplay._backend.arrays
         workers = children()
         stuck = selfplay.pids[0]
         task = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, fault="hang_in_c")))
@@ -442,7 +442,7 @@ async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs:
 
     async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
         await selfplay.play(model, None, cfg)
-        tmp = selfplay._tmp
+        tmp = selfplay._backend._tmp
         assert tmp is not None and any(tmp.iterdir())  # weights and stack files
         assert len(children()) == 2
     assert tmp is not None and not tmp.exists()
@@ -467,7 +467,7 @@ async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs:
 
     task = asyncio.create_task(run())
     await wait_until(lambda: bool(opened) and both_slots_busy(opened[0])())
-    tmp = opened[0]._tmp
+    tmp = opened[0]._backend._tmp
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -488,8 +488,8 @@ async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, childre
     try:
         first = await shards.__anext__()  # shard 0; shard 1 hangs in its worker
         assert first.shard == 0
-        assert selfplay._pool is not None
-        arrays = selfplay._pool.arrays
+        assert selfplay._backend is not None
+        arrays = selfplay._backend.arrays
         await wait_until(lambda: arrays.progress[1] >= 1)  # weights loaded: play_fn (and its hang) next
         await asyncio.sleep(0.2)
         await selfplay.aclose()

@@ -42,7 +42,7 @@ def test_publish_writes_one_complete_file_and_no_temporary_file(store: WeightSto
     model = TinyChess(ModelConfig(hidden=8, blocks=0))
     ref = store.publish("model", model, version=4)
     assert _files(store.directory) == ["model-v4-1.pt"]  # nothing like .model-v4-1.pt.tmp<pid>
-    assert Path(ref.path) == store.directory / "model-v4-1.pt"
+    assert Path(ref.location) == store.directory / "model-v4-1.pt"
     assert (ref.version, ref.publication, ref.model_class, ref.model_cfg) == (4, 1, TinyChess, model.cfg)
     state = load_state_dict(ref)
     assert state.keys() == model.state_dict().keys()
@@ -133,11 +133,11 @@ def test_a_new_publication_removes_the_previous_file(store: WeightStore) -> None
     refs = []
     for version in range(3):
         refs.append(store.publish("model", model, version=version))
-        assert _files(store.directory) == [Path(refs[-1].path).name]
-    assert not any(Path(ref.path).exists() for ref in refs[:-1])
+        assert _files(store.directory) == [Path(refs[-1].location).name]
+    assert not any(Path(ref.location).exists() for ref in refs[:-1])
     # roles are independent: publishing the opponent keeps the model's file
     opp = store.publish("opponent", nn.Linear(3, 2), version=0)
-    assert _files(store.directory) == sorted([Path(refs[-1].path).name, Path(opp.path).name])
+    assert _files(store.directory) == sorted([Path(refs[-1].location).name, Path(opp.location).name])
     assert len({ref.publication for ref in [*refs, opp]}) == 4
 
 

@@ -87,11 +87,14 @@ async def train_session(
     workers: int | None = None,
     threads_per_worker: int = 1,
     progress: Progress | None = None,
+    backend: str = "local",
+    address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) a training run in ``run``; return every iteration's metrics line.
 
     Files are written in threads, so the workers' shards keep being collected meanwhile; once
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
+    ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`).
     """
     notify = progress or (lambda kind, fields: None)
     torch.manual_seed(cfg.seed)
@@ -128,7 +131,9 @@ async def train_session(
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
 
-    async with SelfPlay(workers=workers, threads_per_worker=threads_per_worker) as selfplay:
+    async with SelfPlay(
+        workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
+    ) as selfplay:
         pipeline = Pipeline(
             selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
         )

@@ -1,5 +1,7 @@
 """The local backend: one spawn worker process per slot, each in its own executor.
 
+:class:`LocalBackend` implements :class:`asp.backends.base.Backend` on this machine.
+
 A slot is a place for one in-flight shard; there are as many slots as workers. Each slot's
 worker is a single-worker spawn ``ProcessPoolExecutor`` (the initializer builds the model
 once), so a worker that dies, stalls or must be stopped costs its own shard and its own
@@ -19,9 +21,13 @@ import concurrent.futures
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -31,12 +37,17 @@ import structlog
 from torch import nn
 
 from asp import progress, worker
-from asp.errors import AspError
+from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_traceback
+from asp.checks import check_main_module, check_rebuildable, check_spawnable
+from asp.errors import AspError, ConfigError
 from asp.log import log_settings
+from asp.weights import WeightRef, WeightStore
 
-__all__ = ["LocalPool", "WorkerProcess", "signal_name"]
+__all__ = ["LocalBackend", "WorkerProcess", "signal_name"]
 
 log = structlog.get_logger("asp.pool")
+
+_UNPICKLE_IN_THREAD = 1 << 20  # results larger than this (bytes) are unpickled off the loop
 
 
 class SlotArrays:
@@ -192,31 +203,99 @@ class WorkerProcess:
         await asyncio.to_thread(self.executor.shutdown, wait=True)
 
 
-class LocalPool:
-    """The slots' worker processes: start, replace, kill and close them."""
+class LocalBackend:
+    """The slots' worker processes on this machine: start, replace, run shards in, kill, close."""
+
+    name = "local"
 
     MAX_FAILED_STARTS = 3
     """Consecutive failed starts of a slot after which starting gives up."""
 
-    def __init__(self, *, workers: int, threads_per_worker: int, stack_dir: Path, start_timeout: float) -> None:
+    def __init__(
+        self, *, workers: int, threads_per_worker: int, start_timeout: float, play_fn: Callable[..., Any]
+    ) -> None:
+        check_spawnable(play_fn, "play_fn")
         self.workers = workers
         self.threads_per_worker = threads_per_worker
-        self.stack_dir = stack_dir
         self.start_timeout = start_timeout
         self.arrays = SlotArrays(workers)
         self.warm: tuple[type[nn.Module], Any] | None = None
         self.procs: list[WorkerProcess | None] = [None] * workers
         self._failed_starts = [0] * workers  # in a row, per slot; reset by a successful start
         self._numbers = 0
+        self._tmp: Path | None = None
+        self._weights: WeightStore | None = None
 
-    def spawn(self, slot: int) -> WorkerProcess:
-        """Start a new worker in ``slot`` (replacing a dead one); it is ready once ``started`` is."""
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        check_main_module()
+        self._tmp = Path(tempfile.mkdtemp(prefix="asp-"))
+        self._weights = WeightStore(self._tmp / "weights")
+        began = time.perf_counter()
+        procs = [self._spawn(slot) for slot in range(self.workers)]
+        try:
+            with anyio.fail_after(self.start_timeout):
+                await asyncio.gather(*(p.started for p in procs if p.started is not None))
+        except (BrokenProcessPool, TimeoutError) as e:
+            raise AspError(f"the worker pool could not start: {e!r} (see the workers' stderr)") from e
+        for proc in procs:
+            proc.announced = True
+        seconds = round(time.perf_counter() - began, 3)
+        log.info("pool_started", workers=self.workers, pids=[p.pid for p in procs], seconds=seconds)
+
+    async def close(self, *, grace: float) -> None:
+        for slot in range(self.workers):
+            self.arrays.cancel[slot] = 1  # a shard still running stops at its next heartbeat
+        procs = [p for p in self.procs if p is not None]
+        await asyncio.gather(*(p.close(grace=grace) for p in procs))
+        self._remove_files()
+
+    def kill_now(self, slot: int | None = None) -> None:
+        for i, proc in enumerate(self.procs):
+            if proc is not None and slot in (None, i):
+                proc.kill_now()
+        if slot is None:
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        if self._weights is not None:
+            self._weights.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def check_network(self, net: nn.Module, role: str) -> None:
+        check_rebuildable(net, role)
+
+    async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
+        assert self._weights is not None, "start() first"
+        # torch.save, fsync and the comparison with the last publication take long for a large
+        # model: off the event loop, so that shards of other work are collected meanwhile.
+        ref = await asyncio.to_thread(self._weights.publish, role, net, version=version)
+        if self.warm is None and role == "model":
+            self.warm = (ref.model_class, ref.model_cfg)
+        return ref
+
+    # -- slots --------------------------------------------------------------------------------
+
+    def pid(self, slot: int) -> int | None:
+        proc = self.procs[slot]
+        return proc.pid if proc is not None and not proc.killed else None
+
+    def vacant(self) -> list[int]:
+        return [slot for slot, proc in enumerate(self.procs) if proc is None or proc.killed]
+
+    def replace(self, slot: int) -> None:
+        self._spawn(slot)
+
+    def _spawn(self, slot: int) -> WorkerProcess:
+        assert self._tmp is not None, "start() first"
         self._numbers += 1
         proc = WorkerProcess(
             slot=slot,
             number=self._numbers,
             threads_per_worker=self.threads_per_worker,
-            stack_dir=self.stack_dir,
+            stack_dir=self._tmp,
             arrays=self.arrays,
             warm=self.warm,
         )
@@ -225,26 +304,14 @@ class LocalPool:
         proc.start()
         return proc
 
-    async def start(self) -> float:
-        """Start every worker and wait until each has run its initializer; return the seconds."""
-        began = time.perf_counter()
-        procs = [self.spawn(slot) for slot in range(self.workers)]
-        await asyncio.gather(*(p.started for p in procs if p.started is not None))
-        for proc in procs:
-            proc.announced = True
-        seconds = time.perf_counter() - began
-        log.info("pool_started", workers=self.workers, pids=[p.pid for p in procs], seconds=round(seconds, 3))
-        return seconds
+    def ready(self, slot: int) -> bool:
+        proc = self.procs[slot]
+        return proc is not None and proc.ready
 
-    def starting(self) -> list[asyncio.Future[int]]:
-        """The start futures of workers that are still starting."""
+    def starting(self) -> list[asyncio.Future[Any]]:
         return [p.started for p in self.procs if p is not None and p.started is not None and not p.started.done()]
 
     async def check_starts(self) -> None:
-        """Deal with workers whose start ended or ran out of time: log, count, give up if hopeless.
-
-        :raises AspError: when a slot's worker failed to start MAX_FAILED_STARTS times in a row.
-        """
         for slot, proc in enumerate(self.procs):
             if proc is not None and proc.ready and not proc.announced:
                 proc.announced = True
@@ -273,18 +340,68 @@ class LocalPool:
                     f"(see the workers' stderr; the initializer builds the model, which may not fit in memory)"
                 )
 
-    async def close(self, *, grace: float) -> None:
-        """Stop every worker: idle ones exit by themselves, the others are killed after ``grace``."""
-        for slot in range(self.workers):
-            self.arrays.cancel[slot] = 1  # a shard still running stops at its next heartbeat
-        procs = [p for p in self.procs if p is not None]
-        await asyncio.gather(*(p.close(grace=grace) for p in procs))
+    async def idle_loss(self, slot: int) -> str | None:
+        proc = self._proc(slot)
+        if proc.alive():
+            return None
+        return signal_name(await proc.exit_code())
 
-    def kill_now(self) -> None:
-        """SIGKILL every worker without waiting (clean-up that must finish under cancellation)."""
-        for proc in self.procs:
-            if proc is not None:
-                proc.kill_now()
+    # -- shards -------------------------------------------------------------------------------
+
+    def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
+        proc = self._proc(slot)
+        try:
+            payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as e:
+            raise ConfigError(f"shard {task.shard}'s task (play_fn, cfg) cannot be pickled: {e!r}") from e
+        self.arrays.reset(slot)
+        try:
+            future = proc.submit(worker.run_shard, payload)
+        except BrokenProcessPool as e:  # its worker died while idle, and the executor noticed first
+            raise WorkerLost(
+                f"worker {proc.pid} died while idle", pid=proc.pid, exit="unknown", started_shard=False, cause=None
+            ) from e
+        outcome = asyncio.ensure_future(self._outcome(slot, task.shard, proc, future))
+        outcome.add_done_callback(_retrieve)
+        return outcome
+
+    async def _outcome(
+        self, slot: int, shard: int, proc: WorkerProcess, future: asyncio.Future[bytes]
+    ) -> worker.ShardOutput:
+        try:
+            payload = await future
+        except BrokenProcessPool as e:
+            code = signal_name(await proc.exit_code())
+            began = self.arrays.phase[slot] != progress.IDLE
+            reason = f"worker {proc.pid} died ({code})" + ("" if began else " before it started the shard")
+            cause = remote_traceback(e) if e.__cause__ is not None else None
+            raise WorkerLost(reason, pid=proc.pid, exit=code, started_shard=began, cause=cause) from e
+        try:
+            if len(payload) > _UNPICKLE_IN_THREAD:
+                out: worker.ShardOutput = await asyncio.to_thread(pickle.loads, payload)
+            else:
+                out = pickle.loads(payload)
+        except Exception as e:
+            raise UnreadableResult(f"the coordinator could not unpickle shard {shard}'s result: {e!r}") from e
+        return out
+
+    async def states(self, slots: list[int]) -> dict[int, SlotState]:
+        a = self.arrays
+        return {s: SlotState(int(a.phase[s]), int(a.progress[s]), int(a.pids[s]) or None) for s in slots}
+
+    def cancel(self, slot: int) -> None:
+        self.arrays.cancel[slot] = 1
+
+    async def stack(self, slot: int) -> str:
+        return await self._proc(slot).dump_stack()
+
+    async def kill(self, slot: int, reason: str) -> None:
+        await self._proc(slot).kill(reason)
+
+    def _proc(self, slot: int) -> WorkerProcess:
+        proc = self.procs[slot]
+        assert proc is not None, f"slot {slot} has no worker"
+        return proc
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:

@@ -1,0 +1,404 @@
+"""The Ray backend: one Ray actor per slot, on any machine of a Ray cluster.
+
+:class:`RayBackend` implements :class:`asp.backends.base.Backend` with Ray: each slot's worker
+is an actor (``num_cpus=threads_per_worker``) that builds the model once; weights go to Ray's
+object store once per publication (``ray.put``) and a shard carries the reference, so an actor
+reloads only on a new publication. Shard results are ObjectRefs, awaited in completion order
+on the event loop. The actor is threaded: while one thread plays a shard, another answers
+progress, cancel and stack requests. A dead or stalled actor is killed (``ray.kill``) and
+replaced; only its shard runs again.
+
+Ray ships ``play_fn``, its cfg and the network class by value where they are not importable
+(cloudpickle), so the spawn import checks of the local backend do not apply here; the nodes
+need ``asp`` (and whatever play_fn imports) installed.
+
+Nothing here is decorated with ``@ray.remote``: :class:`ShardRunner` is a plain class that
+:meth:`RayBackend.start` turns into an actor class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+import ray.exceptions
+import structlog
+import torch
+from torch import nn
+
+from asp import progress, worker
+from asp.backends.base import SlotState, WorkerLost
+from asp.checks import check_rebuildable
+from asp.errors import AspError, ConfigError
+from asp.log import LogFormat, configure_logging, log_settings
+from asp.weights import Publications, WeightRef
+
+__all__ = ["ObjectStoreWeights", "RayBackend", "ShardRunner"]
+
+log = structlog.get_logger("asp.ray")
+
+_POLL = 0.25  # seconds between progress requests to an actor running a shard
+_ANSWER = 2.0  # seconds an actor has to answer a stack request
+_GONE = 10.0  # seconds to wait for a killed actor to be reported dead
+
+
+class ShardRunner:
+    """The body of a slot's actor: builds the model once, plays shards, answers while it plays."""
+
+    def __init__(self, threads: int, warm: tuple[type[nn.Module], Any] | None, settings: tuple[LogFormat, str]) -> None:
+        configure_logging(fmt=settings[0], level=settings[1])
+        worker.set_threads(threads)
+        self._lock = threading.Lock()
+        self._progress, self._cancel, self._pids, self._phase = [0], [0], [0], [progress.IDLE]
+        progress.attach(0, self._progress, self._cancel, self._pids, self._phase)
+        self._running: int | None = None
+        self._cancelled: set[int] = set()
+        self._node = ray.get_runtime_context().get_node_id()
+        worker.prebuild(warm)
+
+    def ping(self) -> tuple[int, str]:
+        """This actor's pid and Ray node id (answered once the model is built)."""
+        return os.getpid(), self._node
+
+    def run(self, token: int, task: worker.ShardTask) -> worker.ShardOutput:
+        """Play shard ``task``; ``token`` names this run for :meth:`cancel`."""
+        with self._lock:
+            self._progress[0], self._phase[0], self._running = 0, progress.IDLE, token
+            self._cancel[0] = int(token in self._cancelled)
+        progress.begin_shard()
+        try:
+            return worker.play_task(task, _load, self._node)
+        finally:
+            progress.end_shard()
+            with self._lock:
+                self._running = None
+                self._cancelled.discard(token)
+
+    def state(self) -> tuple[int, int, int]:
+        """(phase, plies, pid) of the shard running here."""
+        return self._phase[0], self._progress[0], self._pids[0]
+
+    def cancel(self, token: int) -> None:
+        """Stop run ``token`` at its next heartbeat (even if it has not begun yet)."""
+        with self._lock:
+            self._cancelled.add(token)
+            if self._running == token:
+                self._cancel[0] = 1
+
+    def stack(self) -> str:
+        """Every thread's Python stack."""
+        names = {t.ident: t.name for t in threading.enumerate()}
+        return "\n".join(
+            f"Thread {names.get(ident, ident)} (most recent call last):\n" + "".join(traceback.format_stack(frame))
+            for ident, frame in sys._current_frames().items()
+        )
+
+
+def _load(ref: WeightRef) -> dict[str, torch.Tensor]:
+    state: dict[str, torch.Tensor] = ray.get(ref.location)
+    return state
+
+
+class ObjectStoreWeights(Publications):
+    """Publishes weights into Ray's object store (``ray.put``), once per change."""
+
+    def _put(self, name: str, state: dict[str, torch.Tensor]) -> Any:
+        return ray.put(state)
+
+    def _drop(self, location: Any) -> None:
+        pass  # the object is freed once no shard names it any more
+
+
+@dataclass
+class _Actor:
+    handle: Any
+    number: int
+    started: asyncio.Future[tuple[int, str]]
+    start_began: float = field(default_factory=time.monotonic)
+    announced: bool = False
+    killed: bool = False
+    token: int | None = None
+    """The run in flight, if any."""
+    state: SlotState = SlotState(progress.IDLE, 0, None)
+    polled: float = 0.0
+    poll: asyncio.Future[tuple[int, int, int]] | None = None
+    death: str | None = None
+    """Set once a request found the actor dead."""
+
+    @property
+    def pid(self) -> int | None:
+        fut = self.started
+        if fut.done() and not fut.cancelled() and fut.exception() is None:
+            return fut.result()[0]
+        return None
+
+    @property
+    def ready(self) -> bool:
+        fut = self.started
+        return fut.done() and not fut.cancelled() and fut.exception() is None and not self.killed
+
+
+class RayBackend:
+    """Slots as Ray actors; see the module docstring."""
+
+    name = "ray"
+
+    MAX_FAILED_STARTS = 3
+    """Consecutive failed starts of a slot after which starting gives up."""
+
+    def __init__(self, *, workers: int, threads_per_worker: int, start_timeout: float, address: str | None) -> None:
+        self.workers = workers
+        self.threads_per_worker = threads_per_worker
+        self.start_timeout = start_timeout
+        self.address = address
+        self.actors: list[_Actor | None] = [None] * workers
+        self.warm: tuple[type[nn.Module], Any] | None = None
+        self._failed_starts = [0] * workers
+        self._numbers = 0
+        self._tokens = 0
+        self._owns_ray = False
+        self._actor_class: Any = None
+        self._weights: ObjectStoreWeights | None = None
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        began = time.perf_counter()
+        if not ray.is_initialized():
+            await asyncio.to_thread(self._init_ray)
+            self._owns_ray = True
+        self._weights = ObjectStoreWeights()
+        self._actor_class = ray.remote(ShardRunner)
+        actors = [self._spawn(slot) for slot in range(self.workers)]
+        try:
+            async with asyncio.timeout(self.start_timeout):
+                await asyncio.gather(*(a.started for a in actors))
+        except (TimeoutError, ray.exceptions.RayError) as e:
+            raise AspError(f"the Ray actors could not start: {e!r} (cluster resources: {_resources()})") from e
+        for actor in actors:
+            actor.announced = True
+        log.info(
+            "pool_started",
+            backend="ray",
+            workers=self.workers,
+            pids=[a.pid for a in actors],
+            nodes=sorted({a.started.result()[1] for a in actors}),
+            seconds=round(time.perf_counter() - began, 3),
+        )
+
+    def _init_ray(self) -> None:
+        try:
+            ray.init(
+                address=self.address,
+                include_dashboard=False,
+                configure_logging=False,
+                log_to_driver=True,
+            )
+        except ConnectionError as e:
+            raise AspError(f"could not connect to Ray at address={self.address!r}: {e}") from e
+        log.info("ray_started" if self.address is None else "ray_connected", address=self.address)
+
+    async def close(self, *, grace: float) -> None:
+        running = [a for a in self.actors if a is not None and not a.killed and a.token is not None]
+        for actor in running:
+            assert actor.token is not None
+            actor.handle.cancel.remote(actor.token)
+        deadline = time.monotonic() + grace
+        while any(a.token is not None for a in running) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)  # a run's token is cleared when its result comes back
+        await asyncio.gather(
+            *(self.kill(slot, "close") for slot, a in enumerate(self.actors) if a is not None and not a.killed)
+        )
+        if self._owns_ray:
+            await asyncio.to_thread(ray.shutdown)
+            self._owns_ray = False
+
+    def kill_now(self, slot: int | None = None) -> None:
+        for i, actor in enumerate(self.actors):
+            if actor is not None and slot in (None, i) and not actor.killed:
+                actor.killed = True
+                ray.kill(actor.handle, no_restart=True)
+        if slot is None and self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
+
+    def check_network(self, net: nn.Module, role: str) -> None:
+        check_rebuildable(net, role, importable=False)
+
+    async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
+        assert self._weights is not None, "start() first"
+        ref = await asyncio.to_thread(self._weights.publish, role, net, version=version)
+        if self.warm is None and role == "model":
+            self.warm = (ref.model_class, ref.model_cfg)
+        return ref
+
+    # -- slots --------------------------------------------------------------------------------
+
+    def pid(self, slot: int) -> int | None:
+        actor = self.actors[slot]
+        return actor.pid if actor is not None and not actor.killed else None
+
+    def vacant(self) -> list[int]:
+        return [slot for slot, a in enumerate(self.actors) if a is None or a.killed]
+
+    def replace(self, slot: int) -> None:
+        self._spawn(slot)
+
+    def _spawn(self, slot: int) -> _Actor:
+        self._numbers += 1
+        handle = self._actor_class.options(
+            num_cpus=self.threads_per_worker,
+            max_concurrency=4,  # run, state, cancel and stack at once
+            scheduling_strategy="SPREAD",
+            name=None,
+        ).remote(self.threads_per_worker, self.warm, log_settings())
+        started: asyncio.Future[tuple[int, str]] = asyncio.ensure_future(_awaited(handle.ping.remote()))
+        started.add_done_callback(_retrieve)
+        actor = _Actor(handle, self._numbers, started)
+        self.actors[slot] = actor
+        return actor
+
+    def ready(self, slot: int) -> bool:
+        actor = self.actors[slot]
+        return actor is not None and actor.ready
+
+    def starting(self) -> list[asyncio.Future[Any]]:
+        return [a.started for a in self.actors if a is not None and not a.killed and not a.started.done()]
+
+    async def check_starts(self) -> None:
+        for slot, actor in enumerate(self.actors):
+            if actor is not None and actor.ready and not actor.announced:
+                actor.announced = True
+                self._failed_starts[slot] = 0
+                pid, node = actor.started.result()
+                seconds = round(time.monotonic() - actor.start_began, 3)
+                log.info("worker_started", slot=slot, worker=actor.number, pid=pid, node=node, seconds=seconds)
+            if actor is None or actor.killed or actor.ready:
+                continue
+            if actor.started.done():
+                reason = repr(actor.started.exception())
+            elif time.monotonic() - actor.start_began > self.start_timeout:
+                reason = f"not started within start_timeout={self.start_timeout} s (cluster: {_resources()})"
+            else:
+                continue
+            await self.kill(slot, "start_failed")
+            self.actors[slot] = None
+            self._failed_starts[slot] += 1
+            failures = self._failed_starts[slot]
+            log.warning("worker_start_failed", slot=slot, reason=reason, failures=failures)
+            if failures >= self.MAX_FAILED_STARTS:
+                raise AspError(
+                    f"the Ray actor of slot {slot} failed to start {failures} times in a row; last: {reason}"
+                )
+
+    async def idle_loss(self, slot: int) -> str | None:
+        actor = self._actor(slot)
+        return actor.death
+
+    # -- shards -------------------------------------------------------------------------------
+
+    def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
+        actor = self._actor(slot)
+        self._tokens += 1
+        token = self._tokens
+        try:
+            ref = actor.handle.run.remote(token, task)
+        except Exception as e:  # serialisation of the task
+            raise ConfigError(f"shard {task.shard}'s task (play_fn, cfg) cannot be sent to Ray: {e!r}") from e
+        actor.token, actor.state, actor.polled = token, SlotState(progress.IDLE, 0, None), 0.0
+        outcome = asyncio.ensure_future(self._outcome(actor, token, ref))
+        outcome.add_done_callback(_retrieve)
+        return outcome
+
+    async def _outcome(self, actor: _Actor, token: int, ref: Any) -> worker.ShardOutput:
+        try:
+            out: worker.ShardOutput = await ref
+            return out
+        except ray.exceptions.RayTaskError as e:
+            raise e.as_instanceof_cause() from None  # type: ignore[no-untyped-call]  # what play_fn raised, with the actor's traceback
+        except ray.exceptions.RayActorError as e:
+            actor.death = "actor died" if not actor.killed else "killed"
+            began = actor.state.phase != progress.IDLE
+            reason = f"Ray actor {actor.pid} died" + ("" if began else " before it started the shard")
+            raise WorkerLost(reason, pid=actor.pid, exit=actor.death, started_shard=began, cause=str(e)) from e
+        finally:
+            if actor.token == token:
+                actor.token = None
+
+    async def states(self, slots: list[int]) -> dict[int, SlotState]:
+        now = time.monotonic()
+        answers: dict[int, SlotState] = {}
+        for slot in slots:
+            actor = self.actors[slot]
+            if actor is None or actor.killed:
+                continue
+            poll = actor.poll
+            if poll is not None and poll.done():
+                actor.poll = None
+                if not poll.cancelled() and poll.exception() is None:
+                    phase, plies, pid = poll.result()
+                    actor.state = SlotState(phase, plies, pid or None)
+                elif isinstance(poll.exception(), ray.exceptions.RayActorError):
+                    actor.death = "actor died"
+            if actor.poll is None and now - actor.polled >= _POLL:
+                actor.polled = now
+                actor.poll = asyncio.ensure_future(_awaited(actor.handle.state.remote()))
+                actor.poll.add_done_callback(_retrieve)
+            answers[slot] = actor.state  # an actor that does not answer keeps its last state
+        return answers
+
+    def cancel(self, slot: int) -> None:
+        actor = self._actor(slot)
+        if actor.token is not None and not actor.killed:
+            actor.handle.cancel.remote(actor.token)
+
+    async def stack(self, slot: int) -> str:
+        try:
+            async with asyncio.timeout(_ANSWER):
+                text: str = await self._actor(slot).handle.stack.remote()
+                return text
+        except TimeoutError:
+            return f"(the actor did not answer a stack request within {_ANSWER} s: it holds the GIL)"
+        except ray.exceptions.RayError as e:
+            return f"(no stack: {e!r})"
+
+    async def kill(self, slot: int, reason: str) -> None:
+        actor = self._actor(slot)
+        already = actor.killed
+        actor.killed = True
+        ray.kill(actor.handle, no_restart=True)
+        try:  # a killed actor answers nothing more: wait until Ray says it is dead
+            async with asyncio.timeout(_GONE):
+                await actor.handle.ping.remote()
+        except (TimeoutError, ray.exceptions.RayError):
+            pass
+        if not already:
+            log.info("worker_killed", backend="ray", slot=slot, worker=actor.number, pid=actor.pid, reason=reason)
+
+    def _actor(self, slot: int) -> _Actor:
+        actor = self.actors[slot]
+        assert actor is not None, f"slot {slot} has no actor"
+        return actor
+
+
+async def _awaited(ref: Any) -> Any:
+    return await ref
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
+
+
+def _resources() -> dict[str, float]:
+    try:
+        return dict(ray.available_resources())  # type: ignore[no-untyped-call]
+    except Exception:  # noqa: BLE001 (a diagnostic only)
+        return {}

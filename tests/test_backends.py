@@ -1,0 +1,195 @@
+"""The SelfPlay contract, held against every backend: the same tests on local processes and Ray.
+
+Each test takes the ``backend`` fixture, which is every name in :data:`asp.backends.NAMES`;
+a third backend joins the list and is held to the same promises: every game once, each call's
+games played with that call's weights, a killed or hung worker costing its own shard only, a
+cancelled call stopping its shards and keeping the workers, and nothing left after closing.
+The Ray backend runs on a real local Ray instance (loopback only, no dashboard, no usage
+reports), started once for this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from asp import SelfPlay, backends, progress
+from asp.testing import FaultConfig, fault_play
+from asp.tinychess import ModelConfig, TinyChess
+
+Logs = list[dict[str, Any]]
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def tiny() -> TinyChess:
+    return TinyChess(ModelConfig(hidden=8, blocks=0))
+
+
+def events(logs: Logs, name: str) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == name]
+
+
+def ids(records: list[Any]) -> list[int]:
+    return [r.game_id for r in records]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def ray_instance() -> Iterator[None]:
+    """A local Ray on loopback with 2 CPUs, for this module's tests; stopped afterwards."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(params=backends.NAMES)
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "ray":
+        request.getfixturevalue("ray_instance")
+    name: str = request.param
+    return name
+
+
+async def running(selfplay: SelfPlay, slot: int, *, plies: int = 1, seconds: float = 60.0) -> int:
+    """Wait until the slot's shard runs and has reported ``plies``; return its worker's pid."""
+    deadline = time.monotonic() + seconds
+    while True:
+        state = (await selfplay._backend.states([slot])).get(slot)
+        if state is not None and state.phase == progress.RUNNING and state.plies >= plies and state.pid:
+            return state.pid
+        assert time.monotonic() < deadline, f"slot {slot} never ran a shard: {state}"
+        await asyncio.sleep(0.05)
+
+
+def _fill(model: nn.Module, value: float) -> float:
+    with torch.no_grad():
+        for p in model.parameters():
+            nn.init.constant_(p, value)
+        return float(sum(p.sum() for p in model.parameters()))
+
+
+@pytest.mark.asyncio
+async def test_play_and_stream_give_every_game_once(backend: str) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=3, backend=backend) as selfplay:
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=10, first_game=5, plies=2))
+        assert ids(records) == list(range(5, 15))
+        assert (stats["shards"], stats["retries"], stats["games"], stats["plies"]) == (4, 0, 10, 20)
+
+        shards = [s async for s in selfplay.stream(tiny(), None, FaultConfig(n_games=7, plies=2))]
+        assert sorted(s.shard for s in shards) == [0, 1, 2]
+        assert sorted(i for s in shards for i in ids(s.records)) == list(range(7))
+        assert {s.pid for s in shards} <= set(selfplay.pids) and all(s.node for s in shards)
+
+
+@pytest.mark.asyncio
+async def test_every_game_is_played_with_the_weights_of_its_call(backend: str, logs: Logs) -> None:
+    models = [tiny(), tiny()]
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
+        for version in range(4):
+            model = models[version % 2]  # two networks, each changed in place
+            expected = _fill(model, version + 1.0)
+            records, _ = await selfplay.play(model, None, FaultConfig(n_games=6, plies=3, model_version=version))
+            assert [(r.model_version, r.weight_sum) for r in records] == [(version, expected)] * 6
+        mark = len(logs)
+        for _ in range(2):  # unchanged weights: published once, still played
+            records, _ = await selfplay.play(model, None, FaultConfig(n_games=4, plies=3, model_version=3))
+            assert {r.weight_sum for r in records} == {expected}
+        assert len(events(logs[mark:], "weights_published")) == 0
+    assert len(events(logs, "weights_published")) == 4
+
+
+@pytest.mark.asyncio
+async def test_a_worker_killed_mid_call_costs_only_its_own_shard(backend: str, logs: Logs) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
+        task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=150, delay=0.01)))
+        victim = await running(selfplay, 1, plies=5)
+        survivor = await running(selfplay, 0, plies=5)
+        os.kill(victim, signal.SIGKILL)
+        records, stats = await task
+        assert ids(records) == [0, 1]
+        assert (stats["retries"], stats["respawns"]) == (1, 1)  # one shard ran again, one worker replaced
+        died = events(logs, "worker_died")
+        assert [(e["pid"], e["shard"], e["started_shard"]) for e in died] == [(victim, 1, True)]
+        assert records[0].pid == survivor  # the other shard was not touched
+        assert records[1].pid != victim  # shard 1 again: on the new worker, or the survivor if it was free first
+        assert selfplay.pids[0] == survivor and victim not in selfplay.pids
+        assert not pid_alive(victim)
+
+
+@pytest.mark.asyncio
+async def test_a_hung_shard_is_detected_with_its_stack_and_only_it_runs_again(
+    backend: str, logs: Logs, tmp_path: Path
+) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, stall_timeout=1.0, backend=backend) as selfplay:
+        cfg = FaultConfig(
+            n_games=2, plies=100, delay=0.01, fault="hang", fault_game=1, once=True, marker_dir=str(tmp_path)
+        )
+        records, stats = await selfplay.play(tiny(), None, cfg)
+        assert ids(records) == [0, 1]
+        assert stats["retries"] == 1
+        (stalled,) = events(logs, "worker_stalled")
+        assert stalled["shard"] == 1 and stalled["seconds_without_progress"] >= 1.0
+        assert "_misbehave" in stalled["stack"]  # the Python stack of the hung thread
+        (killed,) = events(logs, "worker_killed")
+        assert killed["pid"] == stalled["pid"] and not pid_alive(stalled["pid"])
+        assert [r.pid for r in records][0] in selfplay.pids  # shard 0's worker kept playing
+
+
+@pytest.mark.asyncio
+async def test_cancelling_a_call_stops_its_shards_and_keeps_the_workers(backend: str, logs: Logs) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
+        workers = list(selfplay.pids)
+        task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=10_000, delay=0.01)))
+        for slot in (0, 1):
+            await running(selfplay, slot)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert len(events(logs, "shard_cancelled")) == 2
+        assert not events(logs, "worker_killed")  # they stopped at a heartbeat
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, first_game=3, plies=2))
+        assert ids(records) == [3, 4, 5, 6] and stats["respawns"] == 0
+        assert selfplay.pids == workers
+
+
+@pytest.mark.asyncio
+async def test_closing_stops_a_running_call_and_leaves_no_worker(backend: str) -> None:
+    selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1, cancel_grace=0.5, backend=backend)
+    await selfplay.start()
+    workers = [pid for pid in selfplay.pids if pid is not None]
+    assert len(workers) == 2
+    task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=10_000, delay=0.01)))
+    await running(selfplay, 0)
+    await selfplay.aclose()
+    with pytest.raises(Exception, match="closed"):
+        await task
+    deadline = time.monotonic() + 10
+    while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.05)
+    assert not [pid for pid in workers if pid_alive(pid)]

@@ -1,0 +1,128 @@
+"""What only the Ray backend does: a two-node cluster, a private instance, shipping by value.
+
+The backend-independent contract (every game once, fresh weights, kill, hang, cancel, close)
+is in ``tests/test_backends.py``. Every Ray here listens on 127.0.0.1 (conftest sets
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` before Ray is imported) with no dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psutil
+import pytest
+from torch import nn
+
+from asp import SelfPlay
+from asp.testing import FaultConfig, fault_play
+from asp.tinychess import ModelConfig, TinyChess
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+Children = Callable[[], list[int]]
+
+
+def tiny() -> TinyChess:
+    return TinyChess(ModelConfig(hidden=8, blocks=0))
+
+
+def ray_processes() -> list[str]:
+    """Command lines of this test's descendants that belong to Ray (raylet, GCS, workers)."""
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(p.cmdline())[:120])
+        except psutil.NoSuchProcess:
+            continue
+    return [c for c in found if "ray" in c.lower() and "resource_tracker" not in c]
+
+
+async def gone(check: Callable[[], list[Any]], seconds: float = 20.0) -> list[Any]:
+    deadline = time.monotonic() + seconds
+    while (left := check()) and time.monotonic() < deadline:  # noqa: ASYNC110 (polling processes)
+        await asyncio.sleep(0.1)
+    return left
+
+
+@pytest.mark.asyncio
+async def test_shards_land_on_both_nodes_of_a_two_node_cluster_and_close_leaves_it_running() -> None:
+    assert not ray.is_initialized()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        async with SelfPlay(
+            workers=2, play_fn=fault_play, shard_games=1, backend="ray", address=cluster.address
+        ) as selfplay:
+            nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            assert len(nodes) == 2
+            shards = [s async for s in selfplay.stream(tiny(), None, FaultConfig(n_games=8, plies=3, delay=0.01))]
+            assert sorted(i for s in shards for i in [r.game_id for r in s.records]) == list(range(8))
+            # one actor per node (each node has one CPU, each actor needs one): both nodes play
+            assert {s.node for s in shards} == nodes
+        # the SelfPlay connected to the cluster and disconnected; the cluster itself runs on
+        assert not ray.is_initialized()
+        assert all(node.remaining_processes_alive() for node in cluster.list_all_nodes())
+    finally:
+        cluster.shutdown()
+    assert await gone(ray_processes) == []
+
+
+def _closure_play_fn() -> Callable[..., tuple[list[Any], dict[str, Any]]]:
+    offset = 1000
+
+    def play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[Any], dict[str, Any]]:
+        records, stats = fault_play(model, opp, cfg)
+        return records, {**stats, "offset": offset}
+
+    return play
+
+
+@pytest.mark.asyncio
+async def test_a_private_instance_ships_play_fn_by_value_and_leaves_no_process(children: Children) -> None:
+    assert not ray.is_initialized()
+    play = _closure_play_fn()  # defined in a function: spawn workers could never import it
+    async with SelfPlay(workers=2, play_fn=play, shard_games=2, backend="ray") as selfplay:
+        assert ray.is_initialized()
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
+        assert [r.game_id for r in records] == [0, 1, 2, 3] and stats["offset"] == 2000
+        actors = [pid for pid in selfplay.pids if pid is not None]
+        assert len(actors) == 2
+    assert not ray.is_initialized()  # it started Ray, so it stopped it
+    assert await gone(lambda: [pid for pid in actors if psutil.pid_exists(pid)]) == []
+    assert await gone(ray_processes) == []
+    assert await gone(children) == []
+
+
+def test_import_asp_needs_no_ray_and_backend_ray_names_the_extra() -> None:
+    script = (
+        "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed
+        "import asp\n"
+        "assert 'ray' not in [m.split('.')[0] for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n"
+        "    asp.SelfPlay(workers=1, backend='ray')\n"
+        "except asp.ConfigError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'asp[ray]'" in out.stdout
+
+
+def test_bad_backend_and_address_are_config_errors_naming_the_field() -> None:
+    from asp import ConfigError
+
+    with pytest.raises(ConfigError, match="backend must be one of local, ray, got 'dask'"):
+        SelfPlay(workers=1, backend="dask")
+    with pytest.raises(ConfigError, match="address is for backend='ray' only"):
+        SelfPlay(workers=1, address="auto")
