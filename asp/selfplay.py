@@ -405,6 +405,7 @@ class SelfPlay:
             backend = self._backend
             model_ref, opp_ref = await self._publish(model, opp, cfg)
             flights: dict[int, _Flight] = {}
+            looked = 0.0
             call = log.bind(model_version=model_ref.version, publication=model_ref.publication)
             try:
                 while queue or flights:
@@ -423,9 +424,11 @@ class SelfPlay:
                         result = await self._settle(flight, queue, figures, call)
                         if result is not None:
                             yield result
-                    for flight, overdue in await self._overdue(flights):
-                        del flights[flight.slot]
-                        await self._give_up_on(flight, overdue, queue, figures, call)
+                    if time.monotonic() - looked >= _TICK:  # deadlines need no closer look than this
+                        looked = time.monotonic()
+                        for flight, overdue in await self._overdue(flights):
+                            del flights[flight.slot]
+                            await self._give_up_on(flight, overdue, queue, figures, call)
                 self._replace_lost(figures, call)  # the last ones too: they start while the caller works
             finally:
                 if flights:

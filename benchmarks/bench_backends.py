@@ -23,17 +23,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import signal
 import statistics
+import tempfile
 import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 import psutil
+from torch import nn
 
 from asp import SelfPlay
-from asp.testing import FaultConfig, fault_play
+from asp.testing import EchoRecord, FaultConfig, fault_play
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess
+
+
+@dataclasses.dataclass(frozen=True)
+class CountedConfig(FaultConfig):
+    count_dir: str = ""
+
+
+def counted_play(
+    model: nn.Module, opp: nn.Module | None, cfg: CountedConfig
+) -> tuple[list[EchoRecord], dict[str, Any]]:
+    """fault_play that leaves one file per shard run in ``cfg.count_dir``: runs are counted, not logged."""
+    Path(cfg.count_dir, uuid.uuid4().hex).touch()
+    return fault_play(model, opp, cfg)
 
 
 def _workers() -> list[int]:
@@ -51,17 +69,20 @@ def _workers() -> list[int]:
 async def kill_run(shard_seconds: float, kill: bool) -> tuple[float, int]:
     """(seconds of the call, shards run again) with or without a SIGKILL halfway through."""
     plies = 100
-    cfg = FaultConfig(n_games=2, plies=plies, delay=shard_seconds / plies)
     model = TinyChess(ModelConfig(hidden=8, blocks=0))
-    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1) as selfplay:
-        await selfplay.play(model, None, FaultConfig(n_games=2, plies=1))  # both workers hold the model
-        began = time.perf_counter()
-        task = asyncio.create_task(selfplay.play(model, None, cfg))
-        if kill:
-            await asyncio.sleep(shard_seconds / 2)
-            os.kill(_workers()[-1], signal.SIGKILL)
-        _, stats = await task
-        return time.perf_counter() - began, int(stats["retries"])
+    with tempfile.TemporaryDirectory() as count_dir:
+        cfg = CountedConfig(n_games=2, plies=plies, delay=shard_seconds / plies, count_dir=count_dir)
+        async with SelfPlay(workers=2, play_fn=counted_play, shard_games=1) as selfplay:
+            await selfplay.play(model, None, dataclasses.replace(cfg, plies=1))  # both workers hold the model
+            warm = len(os.listdir(count_dir))
+            began = time.perf_counter()
+            task = asyncio.create_task(selfplay.play(model, None, cfg))
+            if kill:
+                await asyncio.sleep(shard_seconds / 2)
+                os.kill(_workers()[-1], signal.SIGKILL)
+            await task
+            seconds = time.perf_counter() - began
+        return seconds, len(os.listdir(count_dir)) - warm - 2
 
 
 async def capacity_run(shards: int) -> float:

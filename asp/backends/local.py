@@ -361,8 +361,22 @@ class LocalBackend:
             raise WorkerLost(
                 f"worker {proc.pid} died while idle", pid=proc.pid, exit="unknown", started_shard=False, cause=None
             ) from e
-        outcome = asyncio.ensure_future(self._outcome(slot, task.shard, proc, future))
+        outcome: asyncio.Future[worker.ShardOutput] = asyncio.get_running_loop().create_future()
         outcome.add_done_callback(_retrieve)
+
+        def settle(fut: asyncio.Future[bytes]) -> None:
+            if outcome.done():
+                return
+            if not fut.cancelled() and fut.exception() is None and len(fut.result()) <= _UNPICKLE_IN_THREAD:
+                try:  # the common case, at once: a task per shard costs the coordinator a turn of its loop
+                    outcome.set_result(pickle.loads(fut.result()))
+                    return
+                except Exception:  # noqa: BLE001 (the slow path below reports it)
+                    pass
+            slow = asyncio.ensure_future(self._outcome(slot, task.shard, proc, fut))
+            slow.add_done_callback(lambda done: _chain(done, outcome))
+
+        future.add_done_callback(settle)
         return outcome
 
     async def _outcome(
@@ -402,6 +416,18 @@ class LocalBackend:
         proc = self.procs[slot]
         assert proc is not None, f"slot {slot} has no worker"
         return proc
+
+
+def _chain(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
+    """Give ``target`` the outcome of ``source``."""
+    if target.done():
+        _retrieve(source)  # nobody else will look at it
+    elif source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())  # type: ignore[arg-type]
+    else:
+        target.set_result(source.result())
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
