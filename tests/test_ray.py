@@ -8,11 +8,13 @@ is in ``tests/test_backends.py``. Every Ray here listens on 127.0.0.1 (conftest 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -126,3 +128,33 @@ def test_bad_backend_and_address_are_config_errors_naming_the_field() -> None:
         SelfPlay(workers=1, backend="dask")
     with pytest.raises(ConfigError, match="address is for backend='ray' only"):
         SelfPlay(workers=1, address="auto")
+
+
+def _ray_system_processes() -> list[str]:
+    """Ray's own processes anywhere on this machine (raylet, GCS, actors), with their pids."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        line = " ".join(p.info["cmdline"] or [])
+        if any(mark in line for mark in ("raylet", "gcs_server", "ray::", "default_worker.py")):
+            found.append(f"{p.info['pid']} {line[:100]}")
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_asp_train_on_the_ray_backend_runs_and_leaves_no_ray_process(tmp_path: Path) -> None:
+    before = _ray_system_processes()
+    run = tmp_path / "run"
+    args = ["train", "--backend", "ray", "--iterations", "1", "--games", "8", "--max-plies", "20"]
+    args += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", str(run)]
+    result = subprocess.run(
+        [sys.executable, "-m", "asp.cli", *args], capture_output=True, text=True, timeout=240, cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 1
+    events = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    started = [e for e in events if e["event"] == "pool_started"]
+    assert started and started[0]["backend"] == "ray" and len(started[0]["pids"]) == 2
+    deadline = time.monotonic() + 20
+    while _ray_system_processes() != before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _ray_system_processes() == before

@@ -242,7 +242,7 @@ class LocalBackend:
         for proc in procs:
             proc.announced = True
         seconds = round(time.perf_counter() - began, 3)
-        log.info("pool_started", workers=self.workers, pids=[p.pid for p in procs], seconds=seconds)
+        log.info("pool_started", backend="local", workers=self.workers, pids=[p.pid for p in procs], seconds=seconds)
 
     async def close(self, *, grace: float) -> None:
         for slot in range(self.workers):
