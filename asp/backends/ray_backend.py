@@ -175,6 +175,9 @@ class RayBackend:
             await asyncio.to_thread(self._init_ray)
             self._owns_ray = True
         self._weights = ObjectStoreWeights()
+        cpus = _resources(total=True).get("CPU", 0.0)
+        if cpus < self.workers * self.threads_per_worker:  # an autoscaling cluster may still grow
+            log.warning("ray_cpus_short", cpus=cpus, workers=self.workers, threads_per_worker=self.threads_per_worker)
         self._actor_class = ray.remote(ShardRunner)
         actors = [self._spawn(slot) for slot in range(self.workers)]
         try:
@@ -397,8 +400,11 @@ def _retrieve(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
-def _resources() -> dict[str, float]:
+def _resources(*, total: bool = False) -> dict[str, float]:
+    """The cluster's free resources (all of them with ``total``); empty if Ray cannot say."""
     try:
+        if total:
+            return dict(ray.cluster_resources())  # type: ignore[no-untyped-call]
         return dict(ray.available_resources())  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 (a diagnostic only)
         return {}
