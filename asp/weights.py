@@ -82,6 +82,8 @@ class Publications:
         self._count = 0
         self._last: dict[str, tuple[tuple[int, int], WeightRef, dict[str, torch.Tensor]]] = {}
         self._lock = threading.Lock()  # SelfPlay publishes from a thread
+        self.first_model: tuple[type[nn.Module], Any] | None = None
+        """Class and cfg of the first network published as ``"model"``: what new workers build first."""
 
     def publish(self, role: str, model: nn.Module, *, version: int) -> WeightRef:
         """Make ``model``'s current weights available to workers as ``role`` at ``version``."""
@@ -105,6 +107,8 @@ class Publications:
         self._count += 1
         location = self._put(f"{role}-v{version}-{self._count}", state)
         ref = WeightRef(location, version, self._count, type(model), getattr(model, "cfg", None))
+        if role == "model" and self.first_model is None:
+            self.first_model = (ref.model_class, ref.model_cfg)
         if last is not None:
             # Safe: a worker that has the old weights keeps them; new shards name the new ones.
             self._drop(last[1].location)

@@ -219,7 +219,6 @@ class LocalBackend:
         self.threads_per_worker = threads_per_worker
         self.start_timeout = start_timeout
         self.arrays = SlotArrays(workers)
-        self.warm: tuple[type[nn.Module], Any] | None = None
         self.procs: list[WorkerProcess | None] = [None] * workers
         self._failed_starts = [0] * workers  # in a row, per slot; reset by a successful start
         self._numbers = 0
@@ -271,10 +270,11 @@ class LocalBackend:
         assert self._weights is not None, "start() first"
         # torch.save, fsync and the comparison with the last publication take long for a large
         # model: off the event loop, so that shards of other work are collected meanwhile.
-        ref = await asyncio.to_thread(self._weights.publish, role, net, version=version)
-        if self.warm is None and role == "model":
-            self.warm = (ref.model_class, ref.model_cfg)
+        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version)
         return ref
+
+    def _warm(self) -> tuple[type[nn.Module], Any] | None:
+        return self._weights.first_model if self._weights is not None else None
 
     # -- slots --------------------------------------------------------------------------------
 
@@ -297,7 +297,7 @@ class LocalBackend:
             threads_per_worker=self.threads_per_worker,
             stack_dir=self._tmp,
             arrays=self.arrays,
-            warm=self.warm,
+            warm=self._warm(),
         )
         self.procs[slot] = proc
         self.arrays.reset(slot)

@@ -159,7 +159,6 @@ class RayBackend:
         self.start_timeout = start_timeout
         self.address = address
         self.actors: list[_Actor | None] = [None] * workers
-        self.warm: tuple[type[nn.Module], Any] | None = None
         self._failed_starts = [0] * workers
         self._numbers = 0
         self._tokens = 0
@@ -237,10 +236,11 @@ class RayBackend:
 
     async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
         assert self._weights is not None, "start() first"
-        ref = await asyncio.to_thread(self._weights.publish, role, net, version=version)
-        if self.warm is None and role == "model":
-            self.warm = (ref.model_class, ref.model_cfg)
+        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version)
         return ref
+
+    def _warm(self) -> tuple[type[nn.Module], Any] | None:
+        return self._weights.first_model if self._weights is not None else None
 
     # -- slots --------------------------------------------------------------------------------
 
@@ -261,7 +261,7 @@ class RayBackend:
             max_concurrency=4,  # run, state, cancel and stack at once
             scheduling_strategy="SPREAD",
             name=None,
-        ).remote(self.threads_per_worker, self.warm, log_settings())
+        ).remote(self.threads_per_worker, self._warm(), log_settings())
         started: asyncio.Future[tuple[int, str]] = asyncio.ensure_future(_awaited(handle.ping.remote()))
         started.add_done_callback(_retrieve)
         actor = _Actor(handle, self._numbers, started)
