@@ -103,6 +103,7 @@ def _play(args: argparse.Namespace) -> int:
         max_plies=args.max_plies,
         temperature=args.temperature,
         model_version=version,
+        samples=False,  # only written as PGN
     )
     records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
     write_pgn(records, args.out)
@@ -128,6 +129,7 @@ def _eval(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         opponent_temperature=1.0,
         model_version=state["version"],
+        samples=False,
     )
     records, stats = play_games_parallel(model, RandomMover(), cfg, workers=args.workers)
     draws = sum(1 for r in records if r.result == "1/2-1/2")

@@ -137,9 +137,10 @@ def _assert_same_games(got: list[Any], want: list[Any]) -> None:
     """Same games: every field equal, log-probabilities up to float noise between batch sizes."""
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
-        g_fields, w_fields = dataclasses.asdict(g), dataclasses.asdict(w)
+        g_fields, w_fields = dataclasses.asdict(g.plain()), dataclasses.asdict(w.plain())
         assert g_fields.pop("logprobs") == pytest.approx(w_fields.pop("logprobs"), rel=1e-4, abs=1e-6)
         assert g_fields == w_fields
+        assert g.samples == w.samples
 
 
 # -- results ---------------------------------------------------------------------------------

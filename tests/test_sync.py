@@ -45,10 +45,11 @@ def test_two_workers_play_the_same_games_as_play_games(children: Callable[[], li
     assert [r.game_id for r in records] == list(range(3, 9))
     assert len(records) == len(want)
     for got, expected in zip(records, want, strict=True):
-        got_fields, want_fields = dataclasses.asdict(got), dataclasses.asdict(expected)
+        got_fields, want_fields = dataclasses.asdict(got.plain()), dataclasses.asdict(expected.plain())
         # other batch sizes: the same moves, log-probabilities equal up to float noise
         assert got_fields.pop("logprobs") == pytest.approx(want_fields.pop("logprobs"), rel=1e-4, abs=1e-6)
         assert got_fields == want_fields
+        assert got.samples == expected.samples
     # 6 games are fewer than a play batch per worker: one shard each (the SelfPlay default).
     assert stats["workers"] == 2
     assert stats["shards"] == math.ceil(CFG.n_games / default_shard_games(CFG.n_games, 2, CFG.batch_size)) == 2

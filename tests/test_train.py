@@ -256,6 +256,48 @@ def test_samples_of_played_games_match_the_games(against_random: bool) -> None:
     assert any(r.result != "1/2-1/2" for r in records)  # some outcome to learn from
 
 
+_BLACK_FIRST = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+
+
+@pytest.mark.parametrize(
+    ("options", "against_random"),
+    [
+        ({}, False),
+        ({"temperature": 0}, False),
+        ({"mask_illegal": False}, False),
+        ({"openings": (_BLACK_FIRST,)}, False),
+        ({"opponent_temperature": 1.0, "openings": (chess.STARTING_FEN, _BLACK_FIRST)}, True),
+    ],
+)
+def test_samples_read_from_play_data_equal_the_samples_of_a_replay(
+    options: dict[str, object], against_random: bool
+) -> None:
+    """The trainer reads what the worker encoded for play (PlyData) instead of replaying games:
+    every tensor and every legal-move list is exactly what the replay gives."""
+    opponent = RandomMover() if against_random else None
+    records, _ = play_games(tiny(), opponent, PlayConfig(n_games=8, max_plies=80, seed=5, **options))  # type: ignore[arg-type]
+    assert all(r.samples is not None for r in records)
+    read = make_samples(records)
+    replayed = make_samples([r.plain() for r in records])
+    assert len(read) == len(replayed) > 0
+    for name in ("features", "actions", "old_logp", "z", "material"):
+        a, b = getattr(read, name), getattr(replayed, name)
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+    assert read.legal == replayed.legal
+
+
+def test_play_data_is_compact_and_can_be_left_out() -> None:
+    records, stats = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=1))
+    for record in records:
+        data = record.samples
+        assert data is not None
+        assert data.plies.tolist() == list(range(len(record.moves)))  # self-play: every ply
+        assert len(data.leads) == len(record.moves) + 1 and data.leads[0] == 0
+        assert data.nbytes < 250 * len(record.moves)  # against 3,356 bytes a ply as float features
+    records, _ = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=1, samples=False))
+    assert all(r.samples is None for r in records)
+
+
 # -- Trainer.train ---------------------------------------------------------------------------
 
 

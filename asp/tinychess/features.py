@@ -12,7 +12,8 @@ matching :mod:`asp.tinychess.moves`). A board becomes :data:`N_FEATURES` numbers
   repetitions coming.
 
 The bit unpacking is vectorised with numpy; per board only 13 integers are read from
-python-chess.
+python-chess. :func:`pack_boards` keeps the compact form (13 bitboards and two small
+integers), which self-play sends back with each game so that the trainer need not replay it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ import chess
 import numpy as np
 import torch
 
-__all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards"]
+__all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards", "pack_boards", "unpack_boards"]
 
 N_PLANES = 13
 N_SCALARS = 7
 N_FEATURES = N_PLANES * 64 + N_SCALARS
+
+# Bits of a packed board's flags (column 0 of pack_boards' second array).
+_MOVER_K, _MOVER_Q, _OPP_K, _OPP_Q, _SEEN_ONCE, _SEEN_TWICE = (1 << i for i in range(6))
 
 
 def encode_boards(boards: Sequence[chess.Board], repetitions: Sequence[int] | None = None) -> torch.Tensor:
@@ -39,12 +43,28 @@ def encode_boards(boards: Sequence[chess.Board], repetitions: Sequence[int] | No
     >>> encode_boards([chess.Board()]).shape
     torch.Size([1, 839])
     """
+    return unpack_boards(*pack_boards(boards, repetitions))
+
+
+def pack_boards(
+    boards: Sequence[chess.Board], repetitions: Sequence[int] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The compact form of :func:`encode_boards`: 108 bytes a board instead of 3,356.
+
+    Returns ``(bitboards, scalars)``: ``(n, N_PLANES)`` uint64 planes from the mover's side
+    (already mirrored for Black), and ``(n, 2)`` uint16: castling and repetition flags, and
+    the half-move clock. :func:`unpack_boards` turns them into exactly ``encode_boards``'s
+    tensor, so a worker can send what it encoded for play back for training.
+
+    >>> bits, scalars = pack_boards([chess.Board()])
+    >>> bits.dtype, bits.shape, scalars.tolist()
+    (dtype('uint64'), (1, 13), [[15, 0]])
+    """
     n = len(boards)
     bitboards = np.empty((n, N_PLANES), dtype=np.uint64)
-    scalars = np.zeros((n, N_SCALARS), dtype=np.float32)
+    scalars = np.zeros((n, 2), dtype=np.uint16)
     black = np.zeros(n, dtype=bool)
     for i, board in enumerate(boards):
-        white_to_move = board.turn == chess.WHITE
         own = board.occupied_co[board.turn]
         opp = board.occupied_co[not board.turn]
         ep = board.ep_square
@@ -56,21 +76,32 @@ def encode_boards(boards: Sequence[chess.Board], repetitions: Sequence[int] | No
             0 if ep is None else chess.BB_SQUARES[ep],
         )  # fmt: skip
         rights = board.castling_rights
-        white_k, white_q = bool(rights & chess.BB_H1), bool(rights & chess.BB_A1)
-        black_k, black_q = bool(rights & chess.BB_H8), bool(rights & chess.BB_A8)
-        row = scalars[i]
-        if white_to_move:
-            row[0], row[1], row[2], row[3] = white_k, white_q, black_k, black_q
+        white = (_MOVER_K if rights & chess.BB_H1 else 0) | (_MOVER_Q if rights & chess.BB_A1 else 0)
+        black_ = (_MOVER_K if rights & chess.BB_H8 else 0) | (_MOVER_Q if rights & chess.BB_A8 else 0)
+        if board.turn == chess.WHITE:
+            flags = white | black_ << 2
         else:
-            row[0], row[1], row[2], row[3] = black_k, black_q, white_k, white_q
+            flags = black_ | white << 2
             black[i] = True
-        row[4] = board.halfmove_clock / 100.0
         seen = 0 if repetitions is None else repetitions[i]
-        row[5], row[6] = seen >= 1, seen >= 2
+        flags |= (_SEEN_ONCE if seen >= 1 else 0) | (_SEEN_TWICE if seen >= 2 else 0)
+        scalars[i] = flags, min(board.halfmove_clock, 65535)
     # Mirroring a board vertically reverses the order of its eight rank bytes.
     bitboards[black] = bitboards[black].byteswap()
+    return bitboards, scalars
+
+
+def unpack_boards(bitboards: np.ndarray, scalars: np.ndarray) -> torch.Tensor:
+    """The ``(n, N_FEATURES)`` float32 tensor of :func:`pack_boards`' arrays."""
     # Little-endian bytes put a1..h1 first, so bit k of the unpacked row is square k.
-    little = bitboards.astype("<u8", copy=False)
+    little = np.ascontiguousarray(bitboards, dtype="<u8")
     bits = np.unpackbits(little.view(np.uint8), axis=1, bitorder="little")
-    features = np.concatenate([bits.astype(np.float32), scalars], axis=1)
-    return torch.from_numpy(features)
+    flags = scalars[:, 0]
+    out = np.empty((len(bitboards), N_FEATURES), dtype=np.float32)
+    out[:, : N_PLANES * 64] = bits
+    for column, bit in enumerate((_MOVER_K, _MOVER_Q, _OPP_K, _OPP_Q)):
+        out[:, N_PLANES * 64 + column] = (flags & bit) != 0
+    out[:, N_PLANES * 64 + 4] = (scalars[:, 1].astype(np.float64) / 100.0).astype(np.float32)
+    out[:, N_PLANES * 64 + 5] = (flags & _SEEN_ONCE) != 0
+    out[:, N_PLANES * 64 + 6] = (flags & _SEEN_TWICE) != 0
+    return torch.from_numpy(out)

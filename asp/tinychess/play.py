@@ -27,14 +27,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import chess
+import numpy as np
 import torch
 from torch import nn
 
 from asp.errors import ConfigError, check_ints
 from asp.progress import heartbeat
-from asp.tinychess.features import encode_boards
+from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.moves import legal_move_indices
-from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise
+from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
 
 __all__ = ["PlayConfig", "play_games"]
 
@@ -85,6 +86,11 @@ class PlayConfig:
     adjudication_margin: int = 3
     """Material lead (in pawns) that wins a game adjudicated at ``max_plies`` (1 to 39)."""
 
+    samples: bool = True
+    """Send back, with each record, what the model saw and chose at each of its plies
+    (:class:`~asp.tinychess.records.PlyData`, about 180 bytes a ply), so that training needs
+    no replay of the game. Evaluation games can do without."""
+
     def __post_init__(self) -> None:
         big = 2**63 - 1
         check_ints(
@@ -108,8 +114,9 @@ class PlayConfig:
             if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
                 # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
                 raise ConfigError(f"PlayConfig.{name} must be 0 (greedy) or a number in 0.01..100, got {t!r}")
-        if not isinstance(self.mask_illegal, bool):
-            raise ConfigError(f"PlayConfig.mask_illegal must be True or False, got {self.mask_illegal!r}")
+        for flag in ("mask_illegal", "samples"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"PlayConfig.{flag} must be True or False, got {getattr(self, flag)!r}")
         if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
             raise ConfigError(f"PlayConfig.openings must be a sequence of FEN strings, got {self.openings!r}")
         object.__setattr__(self, "openings", tuple(self.openings))
@@ -149,8 +156,9 @@ def material(board: chess.Board, color: chess.Color) -> int:
 class _Game:
     """A game in flight, with its own random stream."""
 
-    __slots__ = ("board", "game_id", "illegal", "legal", "legal_idx", "logprobs", "model_white",
-                 "moves", "rng", "seen", "self_play", "start_fen")  # fmt: skip
+    __slots__ = ("actions", "bitboards", "board", "counts", "game_id", "illegal", "keeping", "leads", "legal",
+                 "legal_idx", "legal_kept", "logprobs", "model_white", "moves", "plies", "rng", "seen",
+                 "scalars", "self_play", "start_fen")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         self.game_id = game_id
@@ -165,6 +173,15 @@ class _Game:
         self.seen: Counter[tuple[int, ...]] = Counter([placement_key(self.board)])
         self.legal: list[chess.Move] = []
         self.legal_idx: list[int] = []
+        # PlyData of the model's plies (cfg.samples): filled by keep() and push()
+        self.keeping = cfg.samples
+        self.plies: list[int] = []
+        self.bitboards = bytearray()  # the packed boards of those plies, row after row
+        self.scalars = bytearray()
+        self.actions: list[int] = []
+        self.legal_kept: list[int] = []
+        self.counts: list[int] = []
+        self.leads: list[int] = [_lead(self.board)] if cfg.samples else []
 
     def model_to_move(self) -> bool:
         return self.self_play or (self.board.turn == chess.WHITE) == self.model_white
@@ -195,11 +212,23 @@ class _Game:
             return "1/2-1/2", "max_plies"
         return None
 
-    def push(self, move: chess.Move, logprob: float) -> None:
+    def keep(self, bitboards: np.ndarray, scalars: np.ndarray) -> None:
+        """Note the model is about to move from this board (packed as given) with these legal moves."""
+        self.plies.append(len(self.moves))
+        self.bitboards += bitboards.tobytes()
+        self.scalars += scalars.tobytes()
+        self.legal_kept += self.legal_idx
+        self.counts.append(len(self.legal_idx))
+
+    def push(self, move: chess.Move, logprob: float, action: int | None = None) -> None:
         self.board.push(move)
         self.moves.append(move.uci())
         self.logprobs.append(logprob)
         self.seen[placement_key(self.board)] += 1
+        if self.keeping:
+            if action is not None:
+                self.actions.append(action)
+            self.leads.append(_lead(self.board))
 
     def record(self, result: str, termination: str, cfg: PlayConfig, against_opponent: bool) -> GameRecord:
         white, black = MODEL, MODEL
@@ -217,11 +246,30 @@ class _Game:
             logprobs=self.logprobs,
             illegal_attempts=self.illegal,
             opponent_version=cfg.opponent_version if against_opponent else None,
+            samples=self._ply_data() if self.keeping else None,
+        )
+
+    def _ply_data(self) -> PlyData:
+        return PlyData(
+            plies=np.array(self.plies, dtype=np.int16),
+            bitboards=np.frombuffer(bytes(self.bitboards), dtype=np.uint64).reshape(-1, N_PLANES),
+            scalars=np.frombuffer(bytes(self.scalars), dtype=np.uint16).reshape(-1, 2),
+            actions=np.array(self.actions, dtype=np.int16),
+            legal=np.array(self.legal_kept, dtype=np.int16),
+            legal_counts=np.array(self.counts, dtype=np.uint8),
+            leads=np.array(self.leads, dtype=np.int8),
         )
 
 
-def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig, temperature: float) -> None:
-    """Sample a move for each game from its row of ``logits`` at ``temperature`` and push it."""
+def _lead(board: chess.Board) -> int:
+    return material(board, chess.WHITE) - material(board, chess.BLACK)
+
+
+def _choose_moves(
+    games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig, temperature: float, model: bool
+) -> None:
+    """Sample a move for each game from its row of ``logits`` at ``temperature`` and push it
+    (with its policy index, for the game's PlyData, when ``model`` plays it)."""
     if temperature > 0:
         logits = logits / temperature
     counts = [len(g.legal_idx) for g in games]
@@ -255,7 +303,8 @@ def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig,
             except ValueError:
                 game.illegal += 1
             else:
-                game.push(game.legal[k], full_logp[row] if temperature > 0 else 0.0)
+                logp = full_logp[row] if temperature > 0 else 0.0
+                game.push(game.legal[k], logp, game.legal_idx[k] if model else None)
                 start = end
                 continue
         if temperature > 0:
@@ -266,10 +315,10 @@ def _choose_moves(games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig,
                 if u_move < acc:
                     k = j
                     break
-            game.push(game.legal[k - start], legal_logp[k])
         else:
             k = max(range(start, end), key=legal_logp.__getitem__)
-            game.push(game.legal[k - start], 0.0)
+        logp = legal_logp[k] if temperature > 0 else 0.0
+        game.push(game.legal[k - start], logp, game.legal_idx[k - start] if model else None)
         start = end
 
 
@@ -317,18 +366,22 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 if not slots:
                     break
                 heartbeat(len(slots))  # in a worker: progress for stall detection, and cancellation
-                features = encode_boards([g.board for g in slots], [g.repetitions() for g in slots])
+                bitboards, scalars = pack_boards([g.board for g in slots], [g.repetitions() for g in slots])
+                features = unpack_boards(bitboards, scalars)
                 # Split before any move is pushed: a push changes whose turn it is.
                 model_rows = [i for i, g in enumerate(slots) if g.model_to_move()]
-                groups = [(model, model_rows, cfg.temperature)]
+                if cfg.samples:
+                    for i in model_rows:
+                        slots[i].keep(bitboards[i], scalars[i])
+                groups = [(model, model_rows, cfg.temperature, True)]
                 if opp is not None:
                     opp_rows = [i for i, g in enumerate(slots) if not g.model_to_move()]
                     opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
-                    groups.append((opp, opp_rows, opp_temperature))
-                for net, rows, temperature in groups:
+                    groups.append((opp, opp_rows, opp_temperature, False))
+                for net, rows, temperature, is_model in groups:
                     if rows:
                         logits, _ = net(features[rows])
-                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature)
+                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model)
     finally:
         for module, training in was_training.items():
             module.training = training

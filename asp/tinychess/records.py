@@ -1,12 +1,14 @@
 """Game records as plain data, their summary, and PGN export.
 
-A :class:`GameRecord` holds only ints, strings, floats and lists of them, so it pickles
-cheaply between processes and can be written as JSON as it is
-(``dataclasses.asdict(record)``).
+A :class:`GameRecord` holds ints, strings, floats and lists of them, so it pickles cheaply
+between processes and can be written as JSON (``dataclasses.asdict(record.plain())``); and,
+from self-play, :class:`PlyData`: what the model saw and chose at each of its plies, in
+compact numpy arrays, so that the trainer need not replay the game.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 from collections import Counter
@@ -17,15 +19,52 @@ from typing import Any
 
 import chess
 import chess.pgn
+import numpy as np
 
 from asp.atomic import write_text_atomic
 
-__all__ = ["MODEL", "OPPONENT", "GameRecord", "summarise", "to_pgn", "write_pgn"]
+__all__ = ["MODEL", "OPPONENT", "GameRecord", "PlyData", "summarise", "to_pgn", "write_pgn"]
 
 MODEL = "model"
 """Name of the player that is the model being trained, in :attr:`GameRecord.white`/``black``."""
 OPPONENT = "opponent"
 """Name of the opponent player, in :attr:`GameRecord.white`/``black``."""
+
+
+@dataclass(eq=False)
+class PlyData:
+    """The model's plies of one game as play encoded them: the trainer's samples, no replay.
+
+    About 110 bytes of board and 2 bytes per legal move a ply (the default game: about 180).
+    ``k`` is the number of plies the model played, ``n`` the number of plies of the game.
+    """
+
+    plies: np.ndarray
+    """(k,) int16: the index within the game of each ply the model played."""
+    bitboards: np.ndarray
+    """(k, 13) uint64: the board before the ply, from the mover's side (:func:`pack_boards`)."""
+    scalars: np.ndarray
+    """(k, 2) uint16: castling and repetition flags, half-move clock (:func:`pack_boards`)."""
+    actions: np.ndarray
+    """(k,) int16: policy index of the move played."""
+    legal: np.ndarray
+    """(sum of legal_counts,) int16: policy indices of the legal moves, ply after ply."""
+    legal_counts: np.ndarray
+    """(k,) uint8: legal moves at each ply."""
+    leads: np.ndarray
+    """(n + 1,) int8: White's material lead before each ply of the game and after the last."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PlyData):
+            return NotImplemented
+        names = ("plies", "bitboards", "scalars", "actions", "legal", "legal_counts", "leads")
+        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data."""
+        return sum(a.nbytes for a in (self.plies, self.bitboards, self.scalars, self.actions, self.legal,
+                                      self.legal_counts, self.leads))  # fmt: skip
 
 
 @dataclass
@@ -66,6 +105,13 @@ class GameRecord:
 
     opponent_version: int | None = None
     """Version of the opponent's weights, or ``None`` in self-play."""
+
+    samples: PlyData | None = field(default=None, repr=False)
+    """What the model saw and chose at each of its plies (``PlayConfig.samples``), or None."""
+
+    def plain(self) -> GameRecord:
+        """This record without :attr:`samples`: ints, strings, floats and lists only (JSON)."""
+        return dataclasses.replace(self, samples=None)
 
     def model_score(self) -> float | None:
         """Points the model scored (1, 0.5 or 0), or ``None`` in self-play."""

@@ -135,6 +135,7 @@ class RunConfig:
             opponent_temperature=1.0,
             batch_size=self.play_batch,
             model_version=version,
+            samples=False,  # scored, never trained on
         )
 
     def to_dict(self) -> dict[str, Any]:

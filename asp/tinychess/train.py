@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import chess
+import numpy as np
 import torch
 from torch import nn
 
 from asp.errors import ConfigError, check_ints
-from asp.tinychess.features import encode_boards
+from asp.tinychess.features import encode_boards, unpack_boards
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
 from asp.tinychess.play import material, placement_key
 from asp.tinychess.records import MODEL, GameRecord
@@ -130,7 +131,11 @@ class Samples:
 
 
 def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Samples:
-    """Replay ``records`` and turn every ply the model played into a sample.
+    """Turn every ply the model played in ``records`` into a sample.
+
+    Records that carry :class:`~asp.tinychess.records.PlyData` (self-play's default) are
+    read from it, with no replay; the others are replayed with python-chess. Both ways give
+    the same samples.
 
     Besides the outcome ``z``, each sample gets ``material``: the material balance's change
     over the rest of the game, sum over k >= t of gamma**(k - t) * (m[k+1] - m[k]), where m is
@@ -138,6 +143,8 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
     With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
     the very criterion of adjudication at the ply cap.
     """
+    if records and all(r.samples is not None for r in records):
+        return _read_samples(records, gamma)
     boards: list[chess.Board] = []
     repetitions: list[int] = []
     actions: list[int] = []
@@ -173,6 +180,40 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
         gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
     return Samples(features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal)
+
+
+def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
+    """:func:`make_samples` from the records' PlyData: what play encoded, no replay."""
+    data = [r.samples for r in records if r.samples is not None]
+    old_logp: list[float] = []
+    z: list[float] = []
+    gains: list[float] = []
+    for record, ply_data in zip(records, data, strict=True):
+        white_first = record.start_fen.split()[1] == "w"
+        white_z = _Z[record.result]
+        leads = ply_data.leads.tolist()
+        gain = [0.0] * len(leads)  # gain[t]: discounted change of White's lead from ply t on
+        for t in range(len(leads) - 2, -1, -1):
+            gain[t] = leads[t + 1] - leads[t] + gamma * gain[t + 1]
+        for ply in ply_data.plies.tolist():
+            white = white_first == (ply % 2 == 0)
+            old_logp.append(record.logprobs[ply])
+            z.append(white_z if white else -white_z)
+            gains.append(gain[ply] if white else -gain[ply])
+    legal = np.concatenate([d.legal for d in data]).astype(np.int64)
+    counts = np.concatenate([d.legal_counts for d in data]).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    flat = legal.tolist()
+    features = unpack_boards(np.concatenate([d.bitboards for d in data]), np.concatenate([d.scalars for d in data]))
+    actions = torch.from_numpy(np.concatenate([d.actions for d in data]).astype(np.int64))
+    return Samples(
+        features,
+        actions,
+        torch.tensor(old_logp),
+        torch.tensor(z),
+        torch.tensor(gains),
+        [flat[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)],
+    )
 
 
 def _lead(board: chess.Board) -> int:
