@@ -50,6 +50,9 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
+    train.add_argument(
+        "--trainer-threads", type=int, help="torch threads of the trainer (default: a share of the cores, printed)"
+    )
     train.add_argument("--backend", choices=("local", "ray"), default="local", help="where workers run (default local)")
     train.add_argument(
         "--address",
@@ -171,6 +174,7 @@ def _train_config(args: argparse.Namespace) -> Any:
 
 def _train(args: argparse.Namespace) -> int:
     from asp.cli_display import TrainDisplay
+    from asp.cores import split_cores
     from asp.tinychess.run import RunDir, RunError
     from asp.tinychess.session import train_session
 
@@ -190,7 +194,26 @@ def _train(args: argparse.Namespace) -> int:
         run = RunDir(args.run_dir or Path("runs") / args.name)
     run.path.mkdir(parents=True, exist_ok=True)
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
+    for option in ("workers", "threads_per_worker", "trainer_threads"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+    if args.backend == "local":
+        budget = split_cores(
+            overlap=cfg.overlap,
+            workers=args.workers,
+            threads_per_worker=args.threads_per_worker,
+            trainer_threads=args.trainer_threads,
+        )
+    else:  # the workers run elsewhere: the cores here are the trainer's
+        budget = split_cores(overlap=False, workers=args.workers, trainer_threads=args.trainer_threads)
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
+
+    def progress(kind: str, fields: dict[str, Any]) -> None:
+        if kind == "started":  # the run directory is ours: say how the cores are shared
+            display.console.print(f"asp train: {budget.describe()}", highlight=False)
+        display.update(kind, fields)
+
     resume_hint = f"asp train --resume {run.path}"
     if args.backend != "local":
         resume_hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
@@ -222,9 +245,10 @@ def _train(args: argparse.Namespace) -> int:
             run,
             cfg,
             resume=bool(args.resume),
-            workers=args.workers,
+            workers=budget.workers,
             threads_per_worker=args.threads_per_worker,
-            progress=display.update,
+            trainer_threads=budget.trainer_threads,
+            progress=progress,
             backend=args.backend,
             address=args.address,
         )
@@ -247,9 +271,18 @@ def _train(args: argparse.Namespace) -> int:
     score = final.get("eval/score")
     print(
         f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
-        f"{'n/a' if score is None else f'{score:.3f}'}; curves: {run.curves}"
+        f"{'n/a' if score is None else f'{score:.3f}'}; {_time_summary(history)}; curves: {run.curves}"
     )
     return 0
+
+
+def _time_summary(history: Sequence[dict[str, Any]]) -> str:
+    """How the run used its time: the workers' share inside shards, the loop's longest stall."""
+    wall = sum(line.get("time/wall", 0.0) for line in history)
+    busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in history)
+    stall = max((line.get("time/loop_stall_max", 0.0) for line in history), default=0.0)
+    share = f"{busy / wall:.0%}" if wall > 0 else "n/a"
+    return f"workers playing {share} of the wall time; longest event-loop stall {stall * 1000:.0f} ms"
 
 
 @contextlib.contextmanager

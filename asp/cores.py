@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["available_cores"]
+__all__ = ["ThreadBudget", "available_cores", "split_cores"]
 
 
 def _cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
@@ -43,3 +44,71 @@ def available_cores() -> int:
     if quota is not None:
         cores = min(cores, max(1, math.ceil(quota)))
     return max(1, cores)
+
+
+@dataclass(frozen=True)
+class ThreadBudget:
+    """How a training run shares the cores: ``workers`` x ``threads_per_worker`` + ``trainer_threads``."""
+
+    cores: int
+    workers: int
+    threads_per_worker: int
+    trainer_threads: int
+    overlap: bool
+    """Whether the trainer runs while the workers play (then the sum must fit in ``cores``)."""
+
+    @property
+    def busy_threads(self) -> int:
+        """Threads that compute at the same time."""
+        play = self.workers * self.threads_per_worker
+        return play + self.trainer_threads if self.overlap else max(play, self.trainer_threads)
+
+    def describe(self) -> str:
+        """One line for people: ``"2 cores: 1 worker x 1 thread + trainer 1 thread (overlapped)"``."""
+        plural = "s" if self.workers != 1 else ""
+        how = "overlapped" if self.overlap else "in turn"
+        text = (
+            f"{self.cores} cores: {self.workers} worker{plural} x {self.threads_per_worker} thread(s) "
+            f"+ trainer {self.trainer_threads} thread(s) ({how})"
+        )
+        if self.busy_threads > self.cores:
+            text += f"; {self.busy_threads} busy threads on {self.cores} cores: oversubscribed"
+        return text
+
+
+def split_cores(
+    *,
+    overlap: bool,
+    workers: int | None = None,
+    threads_per_worker: int = 1,
+    trainer_threads: int | None = None,
+    cores: int | None = None,
+) -> ThreadBudget:
+    """Share the cores between self-play workers and the trainer; what is given is kept.
+
+    Overlapped (the trainer trains while the workers play), the default keeps every busy thread
+    on a core of its own: a quarter of the cores (at least 1) train, the rest play. In turn
+    (sequential), the trainer gets every core while the workers wait, and the workers get every
+    core while the trainer waits.
+
+    >>> split_cores(overlap=True, cores=2).describe()
+    '2 cores: 1 worker x 1 thread(s) + trainer 1 thread(s) (overlapped)'
+    >>> b = split_cores(overlap=True, cores=8); (b.workers, b.trainer_threads)
+    (6, 2)
+    >>> b = split_cores(overlap=False, cores=8); (b.workers, b.trainer_threads)
+    (8, 8)
+    >>> split_cores(overlap=True, cores=2, workers=2).describe()
+    '2 cores: 2 workers x 1 thread(s) + trainer 1 thread(s) (overlapped); 3 busy threads on 2 cores: oversubscribed'
+    """
+    cores = cores if cores is not None else available_cores()
+    if trainer_threads is None:
+        if not overlap:
+            trainer_threads = cores
+        elif workers is not None:
+            trainer_threads = max(1, cores - workers * threads_per_worker)
+        else:
+            trainer_threads = max(1, cores // 4)
+    if workers is None:
+        free = cores - trainer_threads if overlap else cores
+        workers = max(1, free // threads_per_worker)
+    return ThreadBudget(cores, workers, threads_per_worker, trainer_threads, overlap)

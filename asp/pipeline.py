@@ -142,8 +142,10 @@ class Pipeline:
         cfg = self.play_cfg(iteration, version)
         # Keyed by game id: a shard run twice (execution is at-least-once) counts once.
         by_id: dict[int, Any] = {}
+        worker_seconds = 0.0
         async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
             async for shard in shards:
+                worker_seconds += shard.seconds
                 for record in shard.records:
                     by_id.setdefault(record.game_id, record)
                 if self.on_shard is not None:
@@ -157,7 +159,9 @@ class Pipeline:
                 f"{expected.stop - 1}: missing {_some(missing)}, unexpected {_some(extra)}"
             )
         records = [by_id[i] for i in expected]
-        return records, self.selfplay.summarise(records)
+        stats = self.selfplay.summarise(records)
+        stats.update(workers=self.selfplay.workers, worker_seconds=worker_seconds)
+        return records, stats
 
     def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
         # ``weights`` must not change while the games are played: a play that overlaps training

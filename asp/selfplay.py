@@ -323,7 +323,8 @@ class SelfPlay:
 
         Records are sorted by game id, one per id from ``cfg.first_game``. ``stats`` holds the
         summary of all records plus ``workers``, ``shards``, ``retries``, ``respawns``,
-        ``seconds`` and ``plies_per_s``. The weights of ``model`` and ``opp`` are read when the
+        ``seconds``, ``worker_seconds`` (the workers' time inside the shards that were kept,
+        summed) and ``plies_per_s``. The weights of ``model`` and ``opp`` are read when the
         call starts: don't change them until it returns.
 
         :raises TimeoutError: if ``timeout`` seconds pass first (the workers stay usable).
@@ -334,10 +335,12 @@ class SelfPlay:
         figures = _CallFigures()
         by_id: dict[int, Any] = {}
         shard_stats: list[dict[str, Any]] = []
+        worker_seconds = 0.0
         with anyio.fail_after(timeout):
             async with contextlib.aclosing(self._stream(model, opp, cfg, figures, "play")) as results:
                 async for result in results:
                     shard_stats.append(result.stats)
+                    worker_seconds += result.seconds
                     for record in result.records:
                         by_id.setdefault(record.game_id, record)
         expected = range(cfg.first_game, cfg.first_game + cfg.n_games)
@@ -355,6 +358,7 @@ class SelfPlay:
             retries=figures.retries,
             respawns=figures.respawns,
             seconds=seconds,
+            worker_seconds=worker_seconds,
         )
         if "plies" in stats:
             stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0

@@ -160,6 +160,10 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert f"trained 2 iterations in {run}" in result.stdout
     assert re.search(r"last score against a random mover: \d\.\d{3}", result.stdout), result.stdout
     assert len(re.findall(r"^iteration [12]/2: 8 games", result.stderr, re.M)) == 2, result.stderr
+    # how the cores are shared, said once the run is ours; how the run used its time, at the end
+    assert re.search(r"^asp train: \d+ cores: 2 workers x 1 thread\(s\) \+ trainer \d+ thread\(s\) \(overlapped\)",
+                     result.stderr, re.M), result.stderr  # fmt: skip
+    assert re.search(r"workers playing \d+% of the wall time; longest event-loop stall \d+ ms", result.stdout)
 
     cfg = RunConfig.from_dict(json.loads((run / "config.json").read_text()))
     assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.eval_games, cfg.overlap) == (2, 8, 20, 8, True)
@@ -178,6 +182,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
             assert math.isfinite(line[key]), (key, line)
         assert line["play/plies_per_s"] > 0 and line["play/games"] == 8
         assert {"time/play", "time/train", "time/overlap", "time/wall", "time/artefacts"} <= line.keys()
+        assert {"time/workers_busy", "time/loop_stall_max"} <= line.keys()
         assert all(line[k] >= 0 for k in line if k.startswith("time/"))
     assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
     assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8

@@ -26,6 +26,7 @@ from asp.tinychess import (
     move_index,
     play_games,
 )
+from asp.tinychess.moves import POLICY_SIZE
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.train import Samples, TrainConfig, Trainer, make_samples, pick_device
 
@@ -284,6 +285,19 @@ def test_samples_read_from_play_data_equal_the_samples_of_a_replay(
         a, b = getattr(read, name), getattr(replayed, name)
         assert a.dtype == b.dtype and torch.equal(a, b), name
     assert read.legal == replayed.legal
+
+
+def test_the_legal_mask_of_any_minibatch_marks_exactly_each_samples_legal_moves() -> None:
+    records, _ = play_games(tiny(), None, PlayConfig(n_games=6, max_plies=60, seed=2))
+    samples = make_samples(records)
+    legal = samples.legal
+    generator = torch.Generator().manual_seed(0)
+    for size in (1, 7, len(samples)):
+        index = torch.randperm(len(samples), generator=generator)[:size]
+        mask = samples.legal_mask(index)
+        assert mask.shape == (size, POLICY_SIZE)
+        for row, i in enumerate(index.tolist()):
+            assert mask[row].nonzero().flatten().tolist() == sorted(legal[i])
 
 
 def test_play_data_is_compact_and_can_be_left_out() -> None:

@@ -7,7 +7,9 @@ iteration's games, the curves, a metrics line and an atomic checkpoint.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib
 import math
 import time
 from collections.abc import Callable
@@ -75,6 +77,11 @@ def _metrics_line(report: IterationReport) -> dict[str, Any]:
         "time/overlap": report.overlap_seconds,
         "time/wall": report.wall_seconds,
     }
+    worker_seconds, workers = stats.get("worker_seconds"), stats.get("workers")
+    if worker_seconds is not None and workers and report.wall_seconds > 0:
+        # The share of the iteration's wall time the workers spent inside shards (its games were
+        # played during the previous iteration's training when overlapped: the run's average holds).
+        line["time/workers_busy"] = worker_seconds / (workers * report.wall_seconds)
     line.update(report.train_metrics)
     return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in line.items()}
 
@@ -89,14 +96,35 @@ async def train_session(
     progress: Progress | None = None,
     backend: str = "local",
     address: str | None = None,
+    trainer_threads: int | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) a training run in ``run``; return every iteration's metrics line.
 
     Files are written in threads, so the workers' shards keep being collected meanwhile; once
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
-    ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`).
+    ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`);
+    ``trainer_threads`` sets torch's thread count in this process for the session.
     """
     notify = progress or (lambda kind, fields: None)
+    threads = torch.get_num_threads()
+    if trainer_threads is not None:
+        torch.set_num_threads(trainer_threads)
+    try:
+        return await _session(run, cfg, resume, workers, threads_per_worker, notify, backend, address)
+    finally:
+        torch.set_num_threads(threads)
+
+
+async def _session(
+    run: RunDir,
+    cfg: RunConfig,
+    resume: bool,
+    workers: int | None,
+    threads_per_worker: int,
+    notify: Progress,
+    backend: str,
+    address: str | None,
+) -> list[dict[str, Any]]:
     torch.manual_seed(cfg.seed)
     model = TinyChess(cfg.model)
     trainer = Trainer(model, cfg.train)
@@ -127,33 +155,41 @@ async def train_session(
         log.info("run_started", run=str(run.path), config=cfg.to_dict())
     if start >= cfg.iterations:
         return history
+    notify("started", {"iteration": start})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
 
+    # matplotlib's first import holds the GIL for about a second: do it in a thread while the
+    # workers start, not in the middle of the run, where it would stall the event loop.
+    plotting = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, "matplotlib.backends.backend_agg"))
+    plotting.add_done_callback(lambda f: f.cancelled() or f.exception())
     async with SelfPlay(
         workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
     ) as selfplay:
-        pipeline = Pipeline(
-            selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
-        )
-        reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_play=first_play)
-        async with contextlib.aclosing(reports):
-            async for report in reports:
-                # Nothing trains until the next report is asked for: this is the state after
-                # training on this iteration, copied before any thread writes it.
-                next_weights = report.next_play_weights
-                checkpoint = checkpoint_state(
-                    trainer,
-                    cfg,
-                    next_iteration=report.iteration + 1,
-                    version=report.version_trained + 1,
-                    play_weights=next_weights.state_dict() if next_weights is not None else None,
-                )
-                line = await _write_iteration(
-                    run, report, checkpoint, cfg=cfg, history=history, selfplay=selfplay, model=model, notify=notify
-                )
-                notify("iteration", line)
+        await plotting
+        async with LoopWatch() as watch:
+            pipeline = Pipeline(
+                selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
+            )
+            reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_play=first_play)
+            async with contextlib.aclosing(reports):
+                async for report in reports:
+                    # Nothing trains until the next report is asked for: this is the state after
+                    # training on this iteration, copied before any thread writes it.
+                    next_weights = report.next_play_weights
+                    checkpoint = checkpoint_state(
+                        trainer,
+                        cfg,
+                        next_iteration=report.iteration + 1,
+                        version=report.version_trained + 1,
+                        play_weights=next_weights.state_dict() if next_weights is not None else None,
+                    )
+                    report.extra["time/loop_stall_max"] = watch.take()
+                    line = await _write_iteration(
+                        run, report, checkpoint, cfg=cfg, history=history, selfplay=selfplay, model=model, notify=notify
+                    )
+                    notify("iteration", line)
     return history
 
 
@@ -174,6 +210,7 @@ async def _write_iteration(
     await finish_in_thread(write_pgn, report.records, run.games(report.iteration))
     games_seconds = time.perf_counter() - started
     line = _metrics_line(report)
+    line.update(report.extra)
     if report.iteration + 1 == cfg.iterations or (report.iteration + 1) % cfg.eval_every == 0:
         notify("evaluating", {"iteration": report.iteration})
         line.update(await evaluate_vs_random(selfplay, model, cfg, report.version_trained + 1))
@@ -186,6 +223,42 @@ async def _write_iteration(
     log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
              checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
     return line
+
+
+class LoopWatch:
+    """The event loop's longest stall: a task wakes every 10 ms and keeps the longest late wake-up.
+
+    Anything slow on the loop (a file written, a model copied, a result unpickled) delays every
+    shard's collection and every timeout; ``take()`` gives the worst delay since the last take,
+    in seconds, as ``time/loop_stall_max`` of each iteration.
+    """
+
+    PERIOD = 0.01
+
+    def __init__(self) -> None:
+        self._worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LoopWatch:
+        self._task = asyncio.create_task(self._run(), name="asp-loop-watch")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            before = loop.time()
+            await asyncio.sleep(self.PERIOD)
+            self._worst = max(self._worst, loop.time() - before - self.PERIOD)
+
+    def take(self) -> float:
+        worst, self._worst = self._worst, 0.0
+        return round(worst, 6)
 
 
 def _commit(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:

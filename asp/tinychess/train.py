@@ -123,11 +123,46 @@ class Samples:
     """(N,) outcome from the mover's side: 1 win, 0 draw, -1 loss."""
     material: torch.Tensor
     """(N,) discounted material won from this ply to the end, in pawns, from the mover's side."""
-    legal: list[list[int]]
-    """Per sample, the policy indices of the legal moves."""
+    legal_flat: torch.Tensor
+    """(sum of legal moves,) int64: the policy indices of every sample's legal moves, in order."""
+    legal_start: torch.Tensor
+    """(N + 1,) int64: sample i's legal moves are ``legal_flat[legal_start[i]:legal_start[i + 1]]``."""
 
     def __len__(self) -> int:
-        return len(self.legal)
+        return len(self.actions)
+
+    @property
+    def legal(self) -> list[list[int]]:
+        """Per sample, the policy indices of the legal moves (a list per sample: for reading)."""
+        flat, start = self.legal_flat.tolist(), self.legal_start.tolist()
+        return [flat[a:b] for a, b in zip(start[:-1], start[1:], strict=True)]
+
+    def legal_mask(self, index: torch.Tensor) -> torch.Tensor:
+        """(len(index), POLICY_SIZE) bool: the legal moves of the samples ``index``, in torch ops only."""
+        first = self.legal_start[index]
+        counts = self.legal_start[index + 1] - first
+        rows = torch.repeat_interleave(torch.arange(len(index)), counts)
+        # position of each legal move in legal_flat: its sample's first plus its rank within the sample
+        ends = torch.cumsum(counts, 0)
+        rank = torch.arange(int(ends[-1]) if len(ends) else 0) - torch.repeat_interleave(ends - counts, counts)
+        cols = self.legal_flat[torch.repeat_interleave(first, counts) + rank]
+        mask = torch.zeros(len(index), POLICY_SIZE, dtype=torch.bool)
+        mask[rows, cols] = True
+        return mask
+
+
+def _samples(
+    features: torch.Tensor,
+    actions: torch.Tensor,
+    old_logp: list[float],
+    z: list[float],
+    gains: list[float],
+    legal_flat: torch.Tensor,
+    counts: torch.Tensor,
+) -> Samples:
+    start = torch.zeros(len(counts) + 1, dtype=torch.int64)
+    torch.cumsum(counts, 0, out=start[1:])
+    return Samples(features, actions, torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal_flat, start)
 
 
 def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Samples:
@@ -179,7 +214,15 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
             gain[t] = balance[t + 1] - balance[t] + gamma * gain[t + 1]
         gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
-    return Samples(features, torch.tensor(actions), torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal)
+    return _samples(
+        features,
+        torch.tensor(actions, dtype=torch.int64),
+        old_logp,
+        z,
+        gains,
+        torch.tensor([i for moves in legal for i in moves], dtype=torch.int64),
+        torch.tensor([len(moves) for moves in legal], dtype=torch.int64),
+    )
 
 
 def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
@@ -200,19 +243,15 @@ def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
             old_logp.append(record.logprobs[ply])
             z.append(white_z if white else -white_z)
             gains.append(gain[ply] if white else -gain[ply])
-    legal = np.concatenate([d.legal for d in data]).astype(np.int64)
-    counts = np.concatenate([d.legal_counts for d in data]).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
-    flat = legal.tolist()
     features = unpack_boards(np.concatenate([d.bitboards for d in data]), np.concatenate([d.scalars for d in data]))
-    actions = torch.from_numpy(np.concatenate([d.actions for d in data]).astype(np.int64))
-    return Samples(
+    return _samples(
         features,
-        actions,
-        torch.tensor(old_logp),
-        torch.tensor(z),
-        torch.tensor(gains),
-        [flat[a:b] for a, b in zip(starts[:-1], starts[1:], strict=True)],
+        torch.from_numpy(np.concatenate([d.actions for d in data]).astype(np.int64)),
+        old_logp,
+        z,
+        gains,
+        torch.from_numpy(np.concatenate([d.legal for d in data]).astype(np.int64)),
+        torch.from_numpy(np.concatenate([d.legal_counts for d in data]).astype(np.int64)),
     )
 
 
@@ -264,13 +303,7 @@ class Trainer:
         old_logp = samples.old_logp[index].to(device)
         # The return: the outcome plus the material this move and what followed won.
         ret = (samples.z[index] + self.cfg.material_weight * samples.material[index]).to(device)
-        mask_rows = torch.repeat_interleave(
-            torch.arange(len(rows)), torch.tensor([len(samples.legal[r]) for r in rows])
-        )
-        mask_cols = torch.tensor([i for r in rows for i in samples.legal[r]])
-        mask = torch.zeros(len(rows), POLICY_SIZE, dtype=torch.bool)
-        mask[mask_rows, mask_cols] = True
-        mask = mask.to(device)
+        mask = samples.legal_mask(index).to(device)
 
         logits, value = self.model(features)
         logits = logits.float().masked_fill(~mask, -math.inf)
