@@ -161,7 +161,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert re.search(r"last score against a random mover: \d\.\d{3}", result.stdout), result.stdout
     assert len(re.findall(r"^iteration [12]/2: 8 games", result.stderr, re.M)) == 2, result.stderr
     # how the cores are shared, said once the run is ours; how the run used its time, at the end
-    assert re.search(r"^asp train: \d+ cores: 2 workers x 1 thread\(s\) \+ trainer \d+ thread\(s\) \(overlapped\)",
+    assert re.search(r"^asp train: \d+ cores: 2 workers x 1 thread\(s\) \+ trainer \d+ thread\(s\) \(overlapped",
                      result.stderr, re.M), result.stderr  # fmt: skip
     assert re.search(r"workers playing \d+% of the wall time; longest event-loop stall \d+ ms", result.stdout)
 

@@ -1,0 +1,87 @@
+"""Wall time of ``asp train`` under several splits of the cores, back to back on one machine.
+
+Each variant is a fresh ``asp train`` (its own run directory, the same seed) run as a
+subprocess; variants alternate within each round, so drift in the machine's load hits them
+alike. Reported per variant: median wall seconds, the ratio to the first variant, the final
+score against the random mover, the workers' share of the wall time inside shards and the
+longest event-loop stall (from metrics.jsonl; absent in asp versions without them).
+
+``--old PATH`` adds a first variant that runs the asp checkout at PATH (``PYTHONPATH=PATH``),
+for a before/after comparison: ``git worktree add /tmp/old <commit>``, then::
+
+    python benchmarks/bench_train.py --iterations 8 --runs 1 --old /tmp/old
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+VARIANTS: dict[str, list[str]] = {
+    "default split": [],
+    "2 workers + trainer 2 threads": ["--workers", "2", "--trainer-threads", "2"],
+    "2 workers + trainer 1 thread": ["--workers", "2", "--trainer-threads", "1"],
+}
+
+
+def run_once(args: list[str], iterations: int, pythonpath: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        command = [sys.executable, "-m", "asp.cli", "train", "--iterations", str(iterations), "--no-progress"]
+        command += ["--run-dir", str(run), *args]
+        env = dict(os.environ)
+        if pythonpath is not None:
+            env["PYTHONPATH"] = pythonpath
+        began = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp)
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            raise SystemExit(f"{command} failed:\n{done.stderr[-2000:]}")
+        lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    walls = sum(line.get("time/wall", 0.0) for line in lines)
+    busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in lines)
+    return {
+        "wall": wall,
+        "score": lines[-1].get("eval/score"),
+        "busy": busy / walls if walls and "time/workers_busy" in lines[-1] else None,
+        "stall": max((line["time/loop_stall_max"] for line in lines if "time/loop_stall_max" in line), default=None),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--iterations", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--old", help="an older asp checkout to run as the first variant")
+    args = parser.parse_args()
+    variants: list[tuple[str, list[str], str | None]] = []
+    if args.old:
+        variants.append((f"old ({args.old})", [], args.old))
+    variants += [(name, extra, None) for name, extra in VARIANTS.items()]
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
+    for _ in range(args.runs):
+        for name, extra, path in variants:
+            results[name].append(run_once(extra, args.iterations, path))
+    base = statistics.median(r["wall"] for r in results[variants[0][0]])
+    print(f"asp train --iterations {args.iterations}, medians of {args.runs} run(s):")
+    for name, runs in results.items():
+        wall = statistics.median(r["wall"] for r in runs)
+        last = runs[-1]
+        busy = "n/a" if last["busy"] is None else f"{last['busy']:.0%}"
+        stall = "n/a" if last["stall"] is None else f"{last['stall'] * 1000:.0f} ms"
+        print(
+            f"  {name:34s} {wall:7.1f} s  x{wall / base:.2f}  score {last['score']}  "
+            f"workers playing {busy}  longest loop stall {stall}"
+        )
+
+
+if __name__ == "__main__":
+    main()
