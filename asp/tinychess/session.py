@@ -8,19 +8,23 @@ iteration's games, the curves, a metrics line and an atomic checkpoint.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
-import importlib
+import functools
 import math
+import multiprocessing
+import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 import structlog
 import torch
 
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
-from asp.shield import finish_in_thread
+from asp.shield import finish_in_thread, finish_thread_call
 from asp.tinychess.evaluate import elo_from_score
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
@@ -33,6 +37,7 @@ __all__ = ["evaluate_vs_random", "train_session"]
 log = structlog.get_logger("asp.train")
 
 Progress = Callable[[str, dict[str, Any]], None]
+T = TypeVar("T")
 """``progress(kind, fields)``: kind is ``games`` (iteration, done, total) or ``iteration``
 (the metrics line) — how a display follows the run."""
 
@@ -160,15 +165,14 @@ async def _session(
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
 
-    # matplotlib's first import holds the GIL for about a second: do it in a thread while the
-    # workers start, not in the middle of the run, where it would stall the event loop.
-    plotting = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, "matplotlib.backends.backend_agg"))
-    plotting.add_done_callback(lambda f: f.cancelled() or f.exception())
-    async with SelfPlay(
-        workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
-    ) as selfplay:
-        await plotting
-        async with LoopWatch() as watch:
+    writer = _writer()
+    try:
+        async with (
+            SelfPlay(
+                workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
+            ) as selfplay,
+            LoopWatch() as watch,
+        ):
             pipeline = Pipeline(
                 selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
             )
@@ -187,9 +191,19 @@ async def _session(
                     )
                     report.extra["time/loop_stall_max"] = watch.take()
                     line = await _write_iteration(
-                        run, report, checkpoint, cfg=cfg, history=history, selfplay=selfplay, model=model, notify=notify
+                        run,
+                        report,
+                        checkpoint,
+                        cfg=cfg,
+                        history=history,
+                        selfplay=selfplay,
+                        model=model,
+                        notify=notify,
+                        writer=writer,
                     )
                     notify("iteration", line)
+    finally:
+        await finish_in_thread(writer.shutdown)
     return history
 
 
@@ -203,11 +217,13 @@ async def _write_iteration(
     selfplay: SelfPlay,
     model: torch.nn.Module,
     notify: Progress,
+    writer: concurrent.futures.Executor,
 ) -> dict[str, Any]:
     """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating first when
     it is due); append the line to ``history`` and return it."""
     started = time.perf_counter()
-    await finish_in_thread(write_pgn, report.records, run.games(report.iteration))
+    plain = [record.plain() for record in report.records]  # the PlyData is the trainer's, not the PGN's
+    await finish_thread_call(functools.partial(_in_process, writer, write_pgn, plain, run.games(report.iteration)))
     games_seconds = time.perf_counter() - started
     line = _metrics_line(report)
     line.update(report.extra)
@@ -215,7 +231,9 @@ async def _write_iteration(
         notify("evaluating", {"iteration": report.iteration})
         line.update(await evaluate_vs_random(selfplay, model, cfg, report.version_trained + 1))
     started = time.perf_counter()
-    await finish_in_thread(_plot_safely, run, [*history, line])
+    failure = await finish_thread_call(functools.partial(_in_process, writer, _plot, [*history, line], run.curves))
+    if failure is not None:  # a plot must never stop training
+        log.warning("curves_failed", error=failure)
     # What the games and curves took: the artefacts written before the line itself.
     line["time/artefacts"] = round(games_seconds + time.perf_counter() - started, 6)
     checkpoint_seconds = await finish_in_thread(_commit, run, line, checkpoint)
@@ -279,10 +297,35 @@ def _as_rng_state(state: Any) -> tuple[Any, ...]:
     return (version, tuple(internal), gauss)
 
 
-def _plot_safely(run: RunDir, history: list[dict[str, Any]]) -> None:
+def _plot(history: list[dict[str, Any]], path: Path) -> str | None:
+    """Draw the curves (in the writer process); return what went wrong, if anything."""
     from asp.tinychess.curves import plot_curves
 
     try:
-        plot_curves(history, run.curves)
-    except Exception as e:  # a plot must never stop training
-        log.warning("curves_failed", error=repr(e))
+        plot_curves(history, path)
+    except Exception as e:  # noqa: BLE001 (reported by the caller, never raised)
+        return repr(e)
+    return None
+
+
+def _writer() -> concurrent.futures.ProcessPoolExecutor:
+    """A spawn process for the artefacts that are pure-Python CPU work: PGN export and the curves.
+
+    In a thread of this process they held the GIL in stretches of up to 150 ms while the
+    workers and the trainer kept both cores busy, and the event loop stalled that long
+    (measured with a loop watch); in a process of their own they do not touch the loop.
+    """
+    return concurrent.futures.ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_writer_started
+    )
+
+
+def _writer_started() -> None:
+    # Ctrl-C reaches the whole process group: the coordinator stops the run, and the write in
+    # progress must finish, so the writer ignores it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _in_process(writer: concurrent.futures.Executor, func: Callable[..., T], *args: Any) -> T:
+    """Run ``func(*args)`` in the writer and wait for it (from a thread)."""
+    return writer.submit(func, *args).result()
