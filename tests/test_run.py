@@ -447,3 +447,12 @@ async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes
         await sessions[0]
     assert [m["iteration"] for m in run.read_metrics()] == [0]
     assert load_checkpoint(run.checkpoint)["next_iteration"] == 1
+
+
+def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
+    """The writer process draws the curves; a failure comes back as text for a warning."""
+    from asp.tinychess.session import _plot
+
+    assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
+    failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")
+    assert failure is not None and "FileNotFoundError" in failure
