@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
     train.add_argument(
-        "--trainer-threads", type=int, help="torch threads of the trainer (default: a share of the cores, printed)"
+        "--trainer-threads", type=int, help="torch threads of the trainer (default: every core; the split is printed)"
     )
     train.add_argument("--backend", choices=("local", "ray"), default="local", help="where workers run (default local)")
     train.add_argument(
@@ -192,12 +192,12 @@ def _train(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
     else:
         run = RunDir(args.run_dir or Path("runs") / args.name)
-    run.path.mkdir(parents=True, exist_ok=True)
-    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     for option in ("workers", "threads_per_worker", "trainer_threads"):
         value = getattr(args, option)
         if value is not None and value < 1:
             raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+    run.path.mkdir(parents=True, exist_ok=True)
+    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     if args.backend == "local":
         budget = split_cores(
             overlap=cfg.overlap,
