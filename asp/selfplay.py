@@ -12,7 +12,7 @@
 How it works (see DESIGN.md, "Facts about process pools"):
 
 * Shards wait in a queue here, in the parent. A shard is handed to a worker only when its
-  slot is free, one slot per worker, so nothing that has not started sits in an executor,
+  slot is free, one slot per worker, so nothing that has not started waits in a backend,
   and cancelling means cancelling running shards only.
 * Workers belong to a backend (:mod:`asp.backends.base`): spawn processes on this machine
   (``backend="local"``, :mod:`asp.backends.local`) or Ray actors (``backend="ray"``,
