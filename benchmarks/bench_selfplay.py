@@ -383,16 +383,16 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
         f"pool.map(set_weights, [path] * {workers}) "
         f"+ one shard of {math.ceil(games / workers)} games per worker"
     )
+    shard_games = args.shard_games or None  # 0: asp's default
+    size = shard_games or default_shard_games(games, workers, 64)  # UnevenConfig.batch_size
     print(
-        f"asp: SelfPlay(workers={workers}, play_fn=play_uneven, shard_games={args.shard_games}): "
-        f"{math.ceil(games / args.shard_games)} shards per iteration, model_version bumped each iteration"
+        f"asp: SelfPlay(workers={workers}, play_fn=play_uneven, shard_games={shard_games}): "
+        f"{math.ceil(games / size)} shards of {size} games per iteration, model_version bumped each iteration"
     )
     warm = UnevenConfig(n_games=4 * workers, block_first=0, block_games=4 * workers, long_plies=8, short_plies=4)
     runs: list[dict[str, Any]] = []
     with BaselinePool(workers, play_uneven) as pool:
-        async with SelfPlay(
-            workers=workers, play_fn=play_uneven, shard_games=args.shard_games, summarise=summarise
-        ) as sp:
+        async with SelfPlay(workers=workers, play_fn=play_uneven, shard_games=shard_games, summarise=summarise) as sp:
             pool.set_weights(base_model, 0)
             pool.play(warm)
             await sp.play(base_model, None, warm)
@@ -526,15 +526,17 @@ def main() -> None:
         "--only", nargs="+", choices=SECTIONS, default=list(SECTIONS), metavar="NAME", help="sections to run"
     )
     parser.add_argument("--iterations", type=int, default=3, help="iterations in 'baseline' (default 3)")
-    parser.add_argument("--shard-games", type=int, default=16, help="asp's shard_games in 'baseline' (default 16)")
+    parser.add_argument(
+        "--shard-games", type=int, default=16, help="asp's shard_games in 'baseline' (default 16; 0: asp's default)"
+    )
     parser.add_argument("--publishes", type=int, default=30, help="timed publishes per run (default 30, min 20)")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.games < 8:
         parser.error("--games must be at least 8")
-    if args.iterations < 1 or args.shard_games < 1:
-        parser.error("--iterations and --shard-games must be at least 1")
+    if args.iterations < 1 or args.shard_games < 0:
+        parser.error("--iterations must be at least 1 and --shard-games at least 0")
     if args.publishes < 20:
         parser.error("--publishes must be at least 20")
 
