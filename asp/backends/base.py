@@ -24,12 +24,17 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import structlog
 from torch import nn
 
+from asp.errors import AspError
 from asp.weights import WeightRef
 from asp.worker import ShardOutput, ShardTask
 
-__all__ = ["Backend", "SlotState", "UnreadableResult", "WorkerLost", "remote_traceback"]
+__all__ = ["Backend", "SlotState", "StartFailures", "UnreadableResult", "WorkerLost", "remote_traceback", "retrieve"]
+
+
+log = structlog.get_logger("asp.backends")
 
 
 @dataclass(frozen=True)
@@ -139,3 +144,36 @@ def remote_traceback(exc: BaseException) -> str:
     if cause is not None and type(cause).__name__ == "_RemoteTraceback":  # concurrent.futures' carrier
         return str(cause).strip()
     return "".join(traceback.format_exception(exc)).strip()
+
+
+class StartFailures:
+    """Failed worker starts in a row, per slot: a slot that fails :attr:`MAX` times is hopeless."""
+
+    MAX = 3
+
+    def __init__(self, workers: int) -> None:
+        self._in_a_row = [0] * workers
+
+    def started(self, slot: int) -> None:
+        """The slot's worker started: its count begins again."""
+        self._in_a_row[slot] = 0
+
+    def failed(self, slot: int, reason: str, *, worker: str, hint: str = "", **fields: Any) -> None:
+        """Log a failed start of the slot's ``worker`` (``"worker"``, ``"Ray actor"``).
+
+        :raises AspError: on the :attr:`MAX`-th failure in a row, with ``reason`` and ``hint``.
+        """
+        self._in_a_row[slot] += 1
+        failures = self._in_a_row[slot]
+        log.warning("worker_start_failed", slot=slot, reason=reason, failures=failures, **fields)
+        if failures >= self.MAX:
+            raise AspError(
+                f"the {worker} of slot {slot} failed to start {failures} times in a row; last: {reason}{hint}"
+            )
+
+
+def retrieve(fut: asyncio.Future[Any]) -> None:
+    """Done-callback for a future that may be abandoned (its worker killed): retrieve its
+    exception, so that asyncio does not report it as never retrieved."""
+    if not fut.cancelled():
+        fut.exception()

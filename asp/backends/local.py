@@ -37,7 +37,7 @@ import structlog
 from torch import nn
 
 from asp import progress, worker
-from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_traceback
+from asp.backends.base import SlotState, StartFailures, UnreadableResult, WorkerLost, remote_traceback, retrieve
 from asp.checks import check_main_module, check_rebuildable, check_spawnable
 from asp.errors import AspError, ConfigError
 from asp.log import log_settings
@@ -122,7 +122,7 @@ class WorkerProcess:
         """Spawn the process (from the loop's thread); the future answers once its initializer ran."""
         self.start_began = time.monotonic()
         self.started = asyncio.get_running_loop().run_in_executor(self.executor, worker.ping)
-        self.started.add_done_callback(_retrieve)
+        self.started.add_done_callback(retrieve)
         self.process = _executor_process(self.executor)
         return self.started
 
@@ -139,7 +139,7 @@ class WorkerProcess:
 
     def submit(self, fn: Callable[[bytes], bytes], payload: bytes) -> asyncio.Future[bytes]:
         future = asyncio.get_running_loop().run_in_executor(self.executor, fn, payload)
-        future.add_done_callback(_retrieve)
+        future.add_done_callback(retrieve)
         return future
 
     async def exit_code(self, *, wait: float = 1.0) -> int | None:
@@ -208,9 +208,6 @@ class LocalBackend:
 
     name = "local"
 
-    MAX_FAILED_STARTS = 3
-    """Consecutive failed starts of a slot after which starting gives up."""
-
     def __init__(
         self, *, workers: int, threads_per_worker: int, start_timeout: float, play_fn: Callable[..., Any]
     ) -> None:
@@ -220,7 +217,7 @@ class LocalBackend:
         self.start_timeout = start_timeout
         self.arrays = SlotArrays(workers)
         self.procs: list[WorkerProcess | None] = [None] * workers
-        self._failed_starts = [0] * workers  # in a row, per slot; reset by a successful start
+        self._failed_starts = StartFailures(workers)
         self._numbers = 0
         self._tmp: Path | None = None
         self._weights: WeightStore | None = None
@@ -315,7 +312,7 @@ class LocalBackend:
         for slot, proc in enumerate(self.procs):
             if proc is not None and proc.ready and not proc.announced:
                 proc.announced = True
-                self._failed_starts[slot] = 0
+                self._failed_starts.started(slot)
                 seconds = round(time.monotonic() - proc.start_began, 3)
                 log.info("worker_started", slot=slot, worker=proc.number, pid=proc.pid, seconds=seconds)
             if proc is None or proc.started is None or proc.killed or proc.ready:
@@ -331,14 +328,8 @@ class LocalBackend:
                 continue
             await proc.kill("start_failed")
             self.procs[slot] = None
-            self._failed_starts[slot] += 1
-            failures = self._failed_starts[slot]
-            log.warning("worker_start_failed", slot=slot, pid=proc.pid, reason=reason, failures=failures)
-            if failures >= self.MAX_FAILED_STARTS:
-                raise AspError(
-                    f"the worker of slot {slot} failed to start {failures} times in a row; last: {reason} "
-                    f"(see the workers' stderr; the initializer builds the model, which may not fit in memory)"
-                )
+            hint = " (see the workers' stderr; the initializer builds the model, which may not fit in memory)"
+            self._failed_starts.failed(slot, reason, worker="worker", hint=hint, pid=proc.pid)
 
     async def idle_loss(self, slot: int) -> str | None:
         proc = self._proc(slot)
@@ -362,7 +353,7 @@ class LocalBackend:
                 f"worker {proc.pid} died while idle", pid=proc.pid, exit="unknown", started_shard=False, cause=None
             ) from e
         outcome: asyncio.Future[worker.ShardOutput] = asyncio.get_running_loop().create_future()
-        outcome.add_done_callback(_retrieve)
+        outcome.add_done_callback(retrieve)
 
         def settle(fut: asyncio.Future[bytes]) -> None:
             if outcome.done():
@@ -421,20 +412,13 @@ class LocalBackend:
 def _chain(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
     """Give ``target`` the outcome of ``source``."""
     if target.done():
-        _retrieve(source)  # nobody else will look at it
+        retrieve(source)  # nobody else will look at it
     elif source.cancelled():
         target.cancel()
     elif source.exception() is not None:
         target.set_exception(source.exception())  # type: ignore[arg-type]
     else:
         target.set_result(source.result())
-
-
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    # A future may be abandoned (its worker killed): retrieve its exception so that asyncio
-    # does not report it as never retrieved.
-    if not fut.cancelled():
-        fut.exception()
 
 
 async def _wait_exit(process: BaseProcess, *, seconds: float) -> bool:

@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from asp import progress, worker
-from asp.backends.base import SlotState, WorkerLost
+from asp.backends.base import SlotState, StartFailures, WorkerLost, retrieve
 from asp.checks import check_rebuildable
 from asp.errors import AspError, ConfigError
 from asp.log import LogFormat, configure_logging, log_settings
@@ -150,16 +150,13 @@ class RayBackend:
 
     name = "ray"
 
-    MAX_FAILED_STARTS = 3
-    """Consecutive failed starts of a slot after which starting gives up."""
-
     def __init__(self, *, workers: int, threads_per_worker: int, start_timeout: float, address: str | None) -> None:
         self.workers = workers
         self.threads_per_worker = threads_per_worker
         self.start_timeout = start_timeout
         self.address = address
         self.actors: list[_Actor | None] = [None] * workers
-        self._failed_starts = [0] * workers
+        self._failed_starts = StartFailures(workers)
         self._numbers = 0
         self._tokens = 0
         self._owns_ray = False
@@ -263,7 +260,7 @@ class RayBackend:
             name=None,
         ).remote(self.threads_per_worker, self._warm(), log_settings())
         started: asyncio.Future[tuple[int, str]] = asyncio.ensure_future(_awaited(handle.ping.remote()))
-        started.add_done_callback(_retrieve)
+        started.add_done_callback(retrieve)
         actor = _Actor(handle, self._numbers, started)
         self.actors[slot] = actor
         return actor
@@ -279,7 +276,7 @@ class RayBackend:
         for slot, actor in enumerate(self.actors):
             if actor is not None and actor.ready and not actor.announced:
                 actor.announced = True
-                self._failed_starts[slot] = 0
+                self._failed_starts.started(slot)
                 pid, node = actor.started.result()
                 seconds = round(time.monotonic() - actor.start_began, 3)
                 log.info("worker_started", slot=slot, worker=actor.number, pid=pid, node=node, seconds=seconds)
@@ -293,13 +290,7 @@ class RayBackend:
                 continue
             await self.kill(slot, "start_failed")
             self.actors[slot] = None
-            self._failed_starts[slot] += 1
-            failures = self._failed_starts[slot]
-            log.warning("worker_start_failed", slot=slot, reason=reason, failures=failures)
-            if failures >= self.MAX_FAILED_STARTS:
-                raise AspError(
-                    f"the Ray actor of slot {slot} failed to start {failures} times in a row; last: {reason}"
-                )
+            self._failed_starts.failed(slot, reason, worker="Ray actor")
 
     async def idle_loss(self, slot: int) -> str | None:
         actor = self._actor(slot)
@@ -317,7 +308,7 @@ class RayBackend:
             raise ConfigError(f"shard {task.shard}'s task (play_fn, cfg) cannot be sent to Ray: {e!r}") from e
         actor.token, actor.state, actor.polled = token, SlotState(progress.IDLE, 0, None), 0.0
         outcome = asyncio.ensure_future(self._outcome(actor, token, ref))
-        outcome.add_done_callback(_retrieve)
+        outcome.add_done_callback(retrieve)
         return outcome
 
     async def _outcome(self, actor: _Actor, token: int, ref: Any) -> worker.ShardOutput:
@@ -353,7 +344,7 @@ class RayBackend:
             if actor.poll is None and now - actor.polled >= _POLL:
                 actor.polled = now
                 actor.poll = asyncio.ensure_future(_awaited(actor.handle.state.remote()))
-                actor.poll.add_done_callback(_retrieve)
+                actor.poll.add_done_callback(retrieve)
             answers[slot] = actor.state  # an actor that does not answer keeps its last state
         return answers
 
@@ -393,11 +384,6 @@ class RayBackend:
 
 async def _awaited(ref: Any) -> Any:
     return await ref
-
-
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
 
 
 def _resources(*, total: bool = False) -> dict[str, float]:
