@@ -153,6 +153,11 @@ def material(board: chess.Board, color: chess.Color) -> int:
     return sum(value * (board.pieces_mask(piece, color) & own).bit_count() for piece, value in _MATERIAL)
 
 
+def material_lead(board: chess.Board) -> int:
+    """White's material minus Black's (what adjudication and the training reward count)."""
+    return material(board, chess.WHITE) - material(board, chess.BLACK)
+
+
 class _Game:
     """A game in flight, with its own random stream."""
 
@@ -181,7 +186,7 @@ class _Game:
         self.actions: list[int] = []
         self.legal_kept: list[int] = []
         self.counts: list[int] = []
-        self.leads: list[int] = [_lead(self.board)] if cfg.samples else []
+        self.leads: list[int] = [material_lead(self.board)] if cfg.samples else []
 
     def model_to_move(self) -> bool:
         return self.self_play or (self.board.turn == chess.WHITE) == self.model_white
@@ -204,7 +209,7 @@ class _Game:
         if self.repetitions() >= 4 and board.is_fivefold_repetition():
             return "1/2-1/2", "fivefold_repetition"
         if len(self.moves) >= cfg.max_plies:
-            lead = material(board, chess.WHITE) - material(board, chess.BLACK)
+            lead = material_lead(board)
             if lead >= cfg.adjudication_margin:
                 return "1-0", "max_plies"
             if -lead >= cfg.adjudication_margin:
@@ -228,7 +233,7 @@ class _Game:
         if self.keeping:
             if action is not None:
                 self.actions.append(action)
-            self.leads.append(_lead(self.board))
+            self.leads.append(material_lead(self.board))
 
     def record(self, result: str, termination: str, cfg: PlayConfig, against_opponent: bool) -> GameRecord:
         white, black = MODEL, MODEL
@@ -259,10 +264,6 @@ class _Game:
             legal_counts=np.array(self.counts, dtype=np.uint8),
             leads=np.array(self.leads, dtype=np.int8),
         )
-
-
-def _lead(board: chess.Board) -> int:
-    return material(board, chess.WHITE) - material(board, chess.BLACK)
 
 
 def _choose_moves(

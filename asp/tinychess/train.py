@@ -43,7 +43,7 @@ from torch import nn
 from asp.errors import ConfigError, check_ints
 from asp.tinychess.features import encode_boards, unpack_boards
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
-from asp.tinychess.play import material, placement_key
+from asp.tinychess.play import material_lead, placement_key
 from asp.tinychess.records import MODEL, GameRecord
 
 __all__ = ["Samples", "TrainConfig", "Trainer", "make_samples", "pick_device"]
@@ -191,9 +191,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
         board = chess.Board(record.start_fen)
         seen = Counter([placement_key(board)])
         white_z = _Z[record.result]
-        balance = [
-            material(board, chess.WHITE) - material(board, chess.BLACK)
-        ]  # white minus black, before each ply and after the last
+        balance = [material_lead(board)]  # White's lead before each ply and after the last
         model_plies: list[tuple[int, bool]] = []
         for ply, (uci, logp) in enumerate(zip(record.moves, record.logprobs, strict=True)):
             mover = record.white if board.turn == chess.WHITE else record.black
@@ -208,10 +206,8 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
                 model_plies.append((ply, board.turn == chess.WHITE))
             board.push(move)
             seen[placement_key(board)] += 1
-            balance.append(_lead(board))
-        gain = [0.0] * len(balance)  # gain[t]: discounted change of White's lead from ply t on
-        for t in range(len(balance) - 2, -1, -1):
-            gain[t] = balance[t + 1] - balance[t] + gamma * gain[t + 1]
+            balance.append(material_lead(board))
+        gain = _discounted_gains(balance, gamma)
         gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
     return _samples(
@@ -234,10 +230,7 @@ def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
     for record, ply_data in zip(records, data, strict=True):
         white_first = record.start_fen.split()[1] == "w"
         white_z = _Z[record.result]
-        leads = ply_data.leads.tolist()
-        gain = [0.0] * len(leads)  # gain[t]: discounted change of White's lead from ply t on
-        for t in range(len(leads) - 2, -1, -1):
-            gain[t] = leads[t + 1] - leads[t] + gamma * gain[t + 1]
+        gain = _discounted_gains(ply_data.leads.tolist(), gamma)
         for ply in ply_data.plies.tolist():
             white = white_first == (ply % 2 == 0)
             old_logp.append(record.logprobs[ply])
@@ -255,8 +248,13 @@ def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
     )
 
 
-def _lead(board: chess.Board) -> int:
-    return material(board, chess.WHITE) - material(board, chess.BLACK)
+def _discounted_gains(leads: list[int], gamma: float) -> list[float]:
+    """gain[t]: the discounted change of White's lead from ply t on, given White's lead before
+    each ply and after the last."""
+    gain = [0.0] * len(leads)
+    for t in range(len(leads) - 2, -1, -1):
+        gain[t] = leads[t + 1] - leads[t] + gamma * gain[t + 1]
+    return gain
 
 
 class Trainer:
