@@ -64,16 +64,15 @@ class ThreadBudget:
         return play + self.trainer_threads if self.overlap else max(play, self.trainer_threads)
 
     def describe(self) -> str:
-        """One line for people: ``"2 cores: 1 worker x 1 thread + trainer 1 thread (overlapped)"``."""
+        """One line for people: ``"2 cores: 1 worker x 1 thread(s) + trainer 1 thread(s) (overlapped)"``."""
         plural = "s" if self.workers != 1 else ""
         how = "overlapped" if self.overlap else "in turn"
-        text = (
+        if self.busy_threads > self.cores:
+            how += f"; {self.busy_threads} busy threads at most"
+        return (
             f"{self.cores} cores: {self.workers} worker{plural} x {self.threads_per_worker} thread(s) "
             f"+ trainer {self.trainer_threads} thread(s) ({how})"
         )
-        if self.busy_threads > self.cores:
-            text = text[:-1] + f"; {self.busy_threads} busy threads at most)"
-        return text
 
 
 def split_cores(
