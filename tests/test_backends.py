@@ -16,43 +16,16 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
+from selfplay_helpers import Logs, events, ids, pid_alive, tiny
 from torch import nn
 
 from asp import SelfPlay, backends, progress
 from asp.testing import FaultConfig, fault_play
-from asp.tinychess import ModelConfig, TinyChess
-
-Logs = list[dict[str, Any]]
 
 pytestmark = pytest.mark.timeout(180)
-
-
-def tiny() -> TinyChess:
-    return TinyChess(ModelConfig(hidden=8, blocks=0))
-
-
-def events(logs: Logs, name: str) -> list[dict[str, Any]]:
-    return [e for e in logs if e["event"] == name]
-
-
-def ids(records: list[Any]) -> list[int]:
-    return [r.game_id for r in records]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture(scope="module")

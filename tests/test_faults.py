@@ -23,43 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selfplay_helpers import Logs, events, ids, pid_alive, tiny, wait_until
 from torch import nn
 
 from asp import ClosedError, ReentrancyError, SelfPlay, ShardFailed
 from asp.cores import _cgroup_quota, available_cores
 from asp.testing import FaultConfig, fault_play
-from asp.tinychess import ModelConfig, TinyChess
 
-Logs = list[dict[str, Any]]
 Children = Callable[[], list[int]]
-
-
-def tiny() -> TinyChess:
-    return TinyChess(ModelConfig(hidden=8, blocks=0))
-
-
-def events(logs: Logs, name: str) -> list[dict[str, Any]]:
-    return [e for e in logs if e["event"] == name]
-
-
-def ids(records: list[Any]) -> list[int]:
-    return [r.game_id for r in records]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
-
-
-async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def in_coordinator() -> bool:
@@ -246,7 +217,7 @@ async def test_a_worker_killed_while_its_stream_waits_for_the_consumer_is_blamed
             await wait_until(lambda: arrays.phase[1] == 1 and arrays.progress[1] > 2)
             victim = arrays.pids[1]
             os.kill(victim, signal.SIGKILL)  # the generator is suspended: nobody looks
-            await wait_until(lambda: not _alive(victim))
+            await wait_until(lambda: not pid_alive(victim))
             await asyncio.sleep(0.3)  # the executor notices and breaks
             async for result in stream:
                 got += ids(result.records)

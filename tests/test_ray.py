@@ -19,11 +19,11 @@ from typing import Any
 
 import psutil
 import pytest
+from selfplay_helpers import tiny
 from torch import nn
 
 from asp import SelfPlay
 from asp.testing import FaultConfig, fault_play
-from asp.tinychess import ModelConfig, TinyChess
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
@@ -31,10 +31,6 @@ from ray.cluster_utils import Cluster  # noqa: E402
 pytestmark = pytest.mark.timeout(240)
 
 Children = Callable[[], list[int]]
-
-
-def tiny() -> TinyChess:
-    return TinyChess(ModelConfig(hidden=8, blocks=0))
 
 
 def ray_processes() -> list[str]:

@@ -24,16 +24,15 @@ import anyio
 import psutil
 import pytest
 import torch
+from selfplay_helpers import Logs, events, ids, tiny, wait_until
 from torch import nn
 
 from asp import ClosedError, ConfigError, SelfPlay, ShardFailed, ShardResult
 from asp.testing import EchoRecord, FaultConfig, fault_play
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 
-Logs = list[dict[str, Any]]
 Children = Callable[[], list[int]]
 
-TINY = ModelConfig(hidden=8, blocks=0)
 SUMMARY_KEYS = {
     "games",
     "plies",
@@ -48,21 +47,9 @@ SUMMARY_KEYS = {
 CALL_KEYS = {"workers", "shards", "retries", "respawns", "seconds", "plies_per_s"}
 
 
-def tiny() -> TinyChess:
-    return TinyChess(TINY)
-
-
 def slow(n_games: int = 4, **fields: Any) -> FaultConfig:
     """Games of 100 heartbeats 10 ms apart: about a second each, cancellable at every ply."""
     return FaultConfig(n_games=n_games, plies=100, delay=0.01, **fields)
-
-
-def events(logs: Logs, name: str) -> list[dict[str, Any]]:
-    return [e for e in logs if e["event"] == name]
-
-
-def ids(records: list[Any]) -> list[int]:
-    return [r.game_id for r in records]
 
 
 def alive(pid: int) -> bool:
@@ -70,13 +57,6 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-async def wait_until(predicate: Callable[[], bool], *, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 def both_slots_busy(selfplay: SelfPlay) -> Callable[[], bool]:
