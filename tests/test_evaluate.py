@@ -1,14 +1,24 @@
-"""elo_from_score: the Elo difference a mean score implies, with its 95% interval."""
+"""Scores and Elo, both ways: elo_from_score (with its 95% interval), score_from_elo, match_result."""
 
 from __future__ import annotations
 
 import math
 
+import chess
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asp.tinychess.evaluate import EloEstimate, elo_from_score
+from asp.errors import ConfigError
+from asp.tinychess import MODEL, OPPONENT, GameRecord
+from asp.tinychess.evaluate import (
+    EloEstimate,
+    MatchResult,
+    elo_from_score,
+    match_result,
+    match_result_of,
+    score_from_elo,
+)
 
 scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 games = st.integers(min_value=1, max_value=100_000)
@@ -86,3 +96,87 @@ def test_draws_narrow_the_interval() -> None:
 def test_fewer_than_one_game_raises(n: int) -> None:
     with pytest.raises(ValueError, match="n_games"):
         elo_from_score(0.5, n_games=n)
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [({"score": 1.5}, "score"), ({"score": -0.1}, "score"),
+                                               ({"score": math.nan}, "score"), ({"draw_ratio": 2.0}, "draw_ratio"),
+                                               ({"n_games": 1.5}, "n_games")])  # fmt: skip
+def test_values_outside_their_range_raise_config_error_naming_the_field(kwargs: dict[str, float], field: str) -> None:
+    args: dict[str, float] = {"score": 0.5, "n_games": 10, **kwargs}
+    with pytest.raises(ConfigError, match=field):
+        elo_from_score(args["score"], n_games=args["n_games"], draw_ratio=args.get("draw_ratio"))  # type: ignore[arg-type]
+
+
+def test_score_from_elo_known_values() -> None:
+    assert score_from_elo(0.0) == 0.5
+    assert score_from_elo(400.0) == pytest.approx(10 / 11)
+    assert score_from_elo(-400.0) == pytest.approx(1 / 11)
+    assert score_from_elo(1e9) == 1.0 and score_from_elo(-1e9) == 0.0  # no overflow
+
+
+@given(score=st.floats(min_value=0.001, max_value=0.999))
+def test_score_from_elo_inverts_elo_from_score(score: float) -> None:
+    assert score_from_elo(elo_from_score(score, n_games=10_000).elo) == pytest.approx(score, abs=1e-9)
+
+
+@given(elo=st.floats(min_value=-3000, max_value=3000))
+def test_score_from_elo_is_symmetric(elo: float) -> None:
+    assert score_from_elo(elo) + score_from_elo(-elo) == pytest.approx(1.0)
+
+
+def test_match_result_counts_score_and_elo() -> None:
+    m = match_result(wins=140, draws=20, losses=40)
+    assert isinstance(m, MatchResult)
+    assert (m.wins, m.draws, m.losses, m.games) == (140, 20, 40, 200)
+    assert m.score == 0.75
+    assert round(m.elo.elo) == 191
+    assert m.elo == elo_from_score(0.75, n_games=200, draw_ratio=0.1)
+    even = match_result(wins=30, draws=40, losses=30)
+    assert even.score == 0.5 and even.elo.elo == 0.0
+    assert even.elo.elo_low == pytest.approx(-even.elo.elo_high)
+
+
+def test_match_result_of_mirrored_matches_mirror_each_other() -> None:
+    a, b = match_result(wins=12, draws=5, losses=3), match_result(wins=3, draws=5, losses=12)
+    assert a.score + b.score == pytest.approx(1.0)
+    assert a.elo.elo == pytest.approx(-b.elo.elo)
+    assert (a.elo.elo_low, a.elo.elo_high) == pytest.approx((-b.elo.elo_high, -b.elo.elo_low))
+
+
+def test_all_wins_clamps_to_a_finite_elo() -> None:
+    m = match_result(wins=50, draws=0, losses=0)
+    assert m.score == 1.0
+    assert all(math.isfinite(x) for x in (m.elo.elo, m.elo.elo_low, m.elo.elo_high))
+    assert m.elo.elo == pytest.approx(400 * math.log10((1 - 0.01) / 0.01))  # clamped to 1 - 0.5/50
+
+
+def test_describe_is_the_line_asp_eval_prints() -> None:
+    line = match_result(wins=169, draws=22, losses=9).describe()
+    assert line == "score 0.900 (+169 =22 -9 of 200), Elo +382 [95%: +323, +462]"
+
+
+@pytest.mark.parametrize(("counts", "field"), [((-1, 0, 1), "wins"), ((1, -2, 0), "draws"), ((0, 0, True), "losses"),
+                                               ((0, 0, 0), "at least 1")])  # fmt: skip
+def test_bad_match_counts_raise_config_error(counts: tuple[int, int, int], field: str) -> None:
+    wins, draws, losses = counts
+    with pytest.raises(ConfigError, match=field):
+        match_result(wins=wins, draws=draws, losses=losses)
+
+
+def _game(result: str, white: str, black: str) -> GameRecord:
+    return GameRecord(0, ["e2e4"], result, "max_plies", chess.STARTING_FEN, white, black, 1)
+
+
+def test_match_result_of_records_scores_the_model_whichever_its_colour() -> None:
+    records = [
+        _game("1-0", MODEL, OPPONENT),  # win
+        _game("1-0", OPPONENT, MODEL),  # loss
+        _game("0-1", OPPONENT, MODEL),  # win
+        _game("1/2-1/2", MODEL, OPPONENT),  # draw
+    ]
+    m = match_result_of(records)
+    assert (m.wins, m.draws, m.losses, m.score) == (2, 1, 1, 0.625)
+    with pytest.raises(ConfigError, match="self-play"):
+        match_result_of([*records, _game("1-0", MODEL, MODEL)])
+    with pytest.raises(ConfigError, match="at least 1"):
+        match_result_of([])

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from asp.atomic import write_bytes_atomic
+from asp.tinychess.evaluate import score_from_elo
 
 __all__ = ["plot_curves"]
 
@@ -33,8 +34,8 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     axes[1].plot([m["iteration"] for m in evaluated], [m["eval/score"] for m in evaluated], "o-")
     axes[1].fill_between(
         [m["iteration"] for m in evaluated],
-        [_score_from_elo(m["eval/elo_low"]) for m in evaluated],
-        [_score_from_elo(m["eval/elo_high"]) for m in evaluated],
+        [score_from_elo(m["eval/elo_low"]) for m in evaluated],
+        [score_from_elo(m["eval/elo_high"]) for m in evaluated],
         alpha=0.2,
     )
     axes[1].axhline(0.9, color="grey", linestyle="--", linewidth=1)
@@ -50,7 +51,3 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     fig.savefig(png, format="png", dpi=80)
     write_bytes_atomic(path, png.getvalue())
     return Path(path)
-
-
-def _score_from_elo(elo: float) -> float:
-    return 1.0 / (1.0 + 10 ** (-elo / 400.0))

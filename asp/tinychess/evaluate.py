@@ -1,16 +1,27 @@
-"""Scores and Elo differences: how strong is a model against a fixed opponent?
+"""Scores and Elo differences, both ways: the one place asp converts between them.
 
->>> r = elo_from_score(0.75, n_games=200)
->>> round(r.elo), r.elo_low < r.elo < r.elo_high
-(191, True)
+A match's result, its score and the Elo difference it implies, with a 95% interval:
+
+>>> m = match_result(wins=140, draws=20, losses=40)
+>>> m.score, round(m.elo.elo), m.elo.elo_low < m.elo.elo < m.elo.elo_high
+(0.75, 191, True)
+>>> round(score_from_elo(m.elo.elo), 6)
+0.75
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["EloEstimate", "elo_from_score"]
+from asp.errors import ConfigError
+from asp.tinychess.records import GameRecord
+
+__all__ = ["EloEstimate", "MatchResult", "elo_from_score", "match_result", "match_result_of", "score_from_elo"]
+
+_Z95 = 1.96
+"""Standard normal quantile of a two-sided 95% interval."""
 
 
 @dataclass(frozen=True)
@@ -29,8 +40,52 @@ class EloEstimate:
     """Upper end of the 95% interval."""
 
 
+@dataclass(frozen=True)
+class MatchResult:
+    """A match from one player's side: wins, draws, losses, score and Elo difference."""
+
+    wins: int
+    """Games won."""
+    draws: int
+    """Games drawn."""
+    losses: int
+    """Games lost."""
+    score: float
+    """Points per game, 0 to 1: ``(wins + draws / 2) / games``."""
+    elo: EloEstimate
+    """The Elo difference the score implies, with its 95% interval (draws narrow it)."""
+
+    @property
+    def games(self) -> int:
+        """Games played."""
+        return self.wins + self.draws + self.losses
+
+    def describe(self) -> str:
+        """One line for people.
+
+        >>> match_result(wins=169, draws=22, losses=9).describe()
+        'score 0.900 (+169 =22 -9 of 200), Elo +382 [95%: +323, +462]'
+        """
+        return (
+            f"score {self.score:.3f} (+{self.wins} ={self.draws} -{self.losses} of {self.games}), "
+            f"Elo {self.elo.elo:+.0f} [95%: {self.elo.elo_low:+.0f}, {self.elo.elo_high:+.0f}]"
+        )
+
+
+def score_from_elo(elo: float) -> float:
+    """The expected score per game of a player ``elo`` points stronger (the logistic Elo curve).
+
+    Finite for any finite ``elo``, however large:
+
+    >>> score_from_elo(0.0), round(score_from_elo(400.0), 4), score_from_elo(-1e6)
+    (0.5, 0.9091, 0.0)
+    """
+    # 1 / (1 + 10^(-elo/400)) written with tanh, which cannot overflow.
+    return 0.5 * (1.0 + math.tanh(elo * math.log(10.0) / 800.0))
+
+
 def _elo(score: float) -> float:
-    return -400.0 * math.log10(1.0 / score - 1.0)
+    return 400.0 * math.log10(score / (1.0 - score))
 
 
 def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = None) -> EloEstimate:
@@ -40,13 +95,52 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     points (``s(1-s) - d/4`` with draw ratio ``d``; ``s(1-s)`` when ``d`` is unknown). A
     score of exactly 0 or 1 has no finite Elo: it is clamped to half a point from the end
     (``0.5 / n``), and the interval is reported from there.
+
+    >>> r = elo_from_score(0.75, n_games=200)
+    >>> round(r.elo), r.elo_low < r.elo < r.elo_high
+    (191, True)
+
+    :raises ConfigError: ``n_games`` below 1, or ``score`` or ``draw_ratio`` outside 0..1.
     """
-    if n_games < 1:
-        raise ValueError(f"n_games must be at least 1, got {n_games}")
+    if isinstance(n_games, bool) or not isinstance(n_games, int) or n_games < 1:
+        raise ConfigError(f"n_games must be an int of at least 1, got {n_games!r}")
+    if not 0.0 <= score <= 1.0:
+        raise ConfigError(f"score must be in 0..1, got {score!r}")
+    if draw_ratio is not None and not 0.0 <= draw_ratio <= 1.0:
+        raise ConfigError(f"draw_ratio must be in 0..1 or None, got {draw_ratio!r}")
     half = 0.5 / n_games
     clamped = min(max(score, half), 1.0 - half)
     variance = clamped * (1.0 - clamped) - (draw_ratio or 0.0) / 4.0
     se = math.sqrt(max(variance, 1e-12) / n_games)
-    low = min(max(clamped - 1.96 * se, half), 1.0 - half)
-    high = min(max(clamped + 1.96 * se, half), 1.0 - half)
+    low = min(max(clamped - _Z95 * se, half), 1.0 - half)
+    high = min(max(clamped + _Z95 * se, half), 1.0 - half)
     return EloEstimate(score, n_games, _elo(clamped), _elo(low), _elo(high))
+
+
+def match_result(*, wins: int, draws: int, losses: int) -> MatchResult:
+    """Score, W/D/L and Elo difference (95% interval) of a match, from one player's side.
+
+    >>> match_result(wins=0, draws=10, losses=0).elo.elo
+    0.0
+
+    :raises ConfigError: a count that is negative or not an int, or no games at all.
+    """
+    for name, count in (("wins", wins), ("draws", draws), ("losses", losses)):
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(f"{name} must be an int of at least 0, got {count!r}")
+    games = wins + draws + losses
+    if games == 0:
+        raise ConfigError("wins + draws + losses must be at least 1, got 0 games")
+    score = (wins + 0.5 * draws) / games
+    return MatchResult(wins, draws, losses, score, elo_from_score(score, n_games=games, draw_ratio=draws / games))
+
+
+def match_result_of(records: Iterable[GameRecord]) -> MatchResult:
+    """The model's match result over games against an opponent (:meth:`GameRecord.model_score`).
+
+    :raises ConfigError: a self-play game among ``records`` (it has no side to score), or none.
+    """
+    points = [record.model_score() for record in records]
+    if any(p is None for p in points):
+        raise ConfigError("records must all be games against an opponent; self-play games have no score")
+    return match_result(wins=points.count(1.0), draws=points.count(0.5), losses=points.count(0.0))
