@@ -13,6 +13,7 @@ import chess.pgn
 import pytest
 import torch
 
+from asp.errors import ConfigError
 from asp.tinychess import (
     MODEL,
     OPPONENT,
@@ -25,6 +26,8 @@ from asp.tinychess import (
     to_pgn,
     write_pgn,
 )
+from asp.tinychess.opponents import RandomMover
+from asp.tinychess.records import PGN_TERMINATION
 
 CASTLED_FEN = "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1"
 ONLY_PROMOTIONS_FEN = "2n4k/1P6/8/8/8/8/2q5/K7 w - - 0 1"
@@ -74,11 +77,15 @@ def played() -> list[GameRecord]:
 
 def test_to_pgn_round_trips_through_python_chess(played: list[GameRecord]) -> None:
     for record in played:
-        (game,) = _read_games(to_pgn(record))
+        text = to_pgn(record)
+        assert max(len(line) for line in text.splitlines()) <= 80  # PGN's export format
+        (game,) = _read_games(text)
         assert [m.uci() for m in game.mainline_moves()] == record.moves
         headers = game.headers
         assert headers["Result"] == record.result
-        assert headers["Termination"] == record.termination
+        assert headers["Termination"] == PGN_TERMINATION[record.termination]
+        assert headers["AspTermination"] == record.termination
+        assert headers["ModelVersion"] == str(record.model_version)
         assert record.white in headers["White"] and record.black in headers["Black"]
         assert headers["Round"] == str(record.game_id)
         if record.start_fen == chess.STARTING_FEN:
@@ -104,6 +111,65 @@ def test_pgn_of_a_non_standard_start_has_setup_and_fen_headers() -> None:
     assert game.headers["FEN"] == ONLY_PROMOTIONS_FEN
     assert [m.uci() for m in game.mainline_moves()] == ["b7b8n", "h8g7"]
     assert "b8=N" in to_pgn(record)
+
+
+def test_pgn_has_the_seven_tag_roster_first_then_asp_tags() -> None:
+    headers = _read_games(to_pgn(_record()))[0].headers
+    assert list(headers)[:7] == ["Event", "Site", "Date", "Round", "White", "Black", "Result"]
+    assert headers["Site"] == "asp" and headers["Event"] == "asp self-play"
+    assert all(headers[t] != "?" for t in headers)
+    assert {"Termination", "PlyCount", "GameId", "ModelVersion", "Opponent", "AspTermination"} <= set(headers)
+    assert "OpponentVersion" not in headers  # self-play: no opponent weights
+
+
+def test_pgn_termination_is_a_standard_value_and_asp_keeps_its_word() -> None:
+    standard = {"abandoned", "adjudication", "death", "emergency", "normal", "rules infraction", "time forfeit",
+                "unterminated"}  # fmt: skip
+    assert set(PGN_TERMINATION.values()) <= standard
+    for word, expected in [("checkmate", "normal"), ("max_plies", "adjudication"), ("engine_failure", "emergency"),
+                           ("a_word_asp_adds_later", "adjudication")]:  # fmt: skip
+        headers = _read_games(to_pgn(_record(termination=word)))[0].headers
+        assert (headers["Termination"], headers["AspTermination"]) == (expected, word)
+
+
+def test_self_play_names_the_opponent_self() -> None:
+    headers = _read_games(to_pgn(_record(model_version=7)))[0].headers
+    assert headers["Opponent"] == "self"
+    assert headers["White"] == headers["Black"] == "asp model v7"
+    assert headers["ModelVersion"] == "7"
+
+
+def test_the_opponent_description_names_the_opponent_in_its_tag_and_as_its_player() -> None:
+    record = _record(white=OPPONENT, black=MODEL, model_version=5, opponent_version=0, result="0-1")
+    headers = _read_games(to_pgn(record, opponent="stockfish skill 0 nodes 100"))[0].headers
+    assert headers["Opponent"] == headers["White"] == "stockfish skill 0 nodes 100"
+    assert headers["Black"] == "asp model v5"
+    assert headers["OpponentVersion"] == "0"
+    named = dataclasses.replace(record, opponent_name="asp model v3")
+    assert _read_games(to_pgn(named))[0].headers["Opponent"] == "asp model v3"
+    # The argument wins over the record's own description.
+    assert _read_games(to_pgn(named, opponent="random"))[0].headers["White"] == "random"
+
+
+@pytest.mark.parametrize("bad", ["", 'say "hi"', "back\\slash", "two\nlines", "x" * 201])
+def test_a_value_pgn_cannot_hold_raises_config_error_naming_the_field(bad: str) -> None:
+    record = _record(white=OPPONENT, black=MODEL, opponent_version=1)
+    with pytest.raises(ConfigError, match="opponent"):
+        to_pgn(record, opponent=bad)
+    with pytest.raises(ConfigError, match="GameRecord.opponent_name"):
+        to_pgn(dataclasses.replace(record, opponent_name=bad))
+    with pytest.raises(ConfigError, match="event"):
+        to_pgn(record, event=bad)
+
+
+def test_write_pgn_describes_evaluation_games(tmp_path: Path) -> None:
+    model = TinyChess(ModelConfig(hidden=16, blocks=1))
+    records, _ = play_games(model, RandomMover(), PlayConfig(n_games=2, max_plies=6, model_version=2))
+    games = _read_games(write_pgn(records, tmp_path / "eval.pgn", event="asp evaluation", opponent="random")
+                        .read_text(encoding="utf-8"))  # fmt: skip
+    assert [g.headers["Event"] for g in games] == ["asp evaluation"] * 2
+    assert [g.headers["Opponent"] for g in games] == ["random"] * 2
+    assert {g.headers["White"] for g in games} == {g.headers["Black"] for g in games} == {"random", "asp model v2"}
 
 
 def test_to_pgn_event_name() -> None:
@@ -181,6 +247,14 @@ def test_game_record_pickles(played: list[GameRecord]) -> None:
 
 
 def test_game_record_asdict_is_json_serialisable(played: list[GameRecord]) -> None:
-    for record in played:
+    for record in [*played, dataclasses.replace(played[-1], opponent_name="random")]:
         text = json.dumps(dataclasses.asdict(record.plain()))
         assert GameRecord(**json.loads(text)) == record.plain()
+
+
+def test_a_record_without_the_newer_fields_still_builds_and_exports() -> None:
+    fields = {"game_id": 0, "moves": ["e2e4"], "result": "1/2-1/2", "termination": "max_plies",
+              "start_fen": chess.STARTING_FEN, "white": MODEL, "black": OPPONENT, "model_version": 1}  # fmt: skip
+    record = GameRecord(**fields)  # type: ignore[arg-type]
+    assert record.opponent_name is None and record.plain() == record
+    assert _read_games(to_pgn(record))[0].headers["Black"] == "opponent"

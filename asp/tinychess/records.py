@@ -22,8 +22,9 @@ import chess.pgn
 import numpy as np
 
 from asp.atomic import write_text_atomic
+from asp.errors import ConfigError
 
-__all__ = ["MODEL", "OPPONENT", "GameRecord", "PlyData", "summarise", "to_pgn", "write_pgn"]
+__all__ = ["MODEL", "OPPONENT", "PGN_TERMINATION", "GameRecord", "PlyData", "summarise", "to_pgn", "write_pgn"]
 
 MODEL = "model"
 """Name of the player that is the model being trained, in :attr:`GameRecord.white`/``black``."""
@@ -109,6 +110,11 @@ class GameRecord:
     samples: PlyData | None = field(default=None, repr=False)
     """What the model saw and chose at each of its plies (``PlayConfig.samples``), or None."""
 
+    opponent_name: str | None = None
+    """Who the opponent was, in words (``"random"``, ``"stockfish skill 0 nodes 100"``,
+    ``"asp model v3"``), for the PGN; ``None``: self-play, or an opponent known only by
+    :attr:`opponent_version`."""
+
     def plain(self) -> GameRecord:
         """This record without :attr:`samples`: ints, strings, floats and lists only (JSON)."""
         return dataclasses.replace(self, samples=None)
@@ -147,14 +153,53 @@ def summarise(records: Sequence[GameRecord]) -> dict[str, Any]:
     }
 
 
-def _player_name(record: GameRecord, player: str) -> str:
-    if player == MODEL:
-        return f"asp model v{record.model_version}"
-    return f"asp opponent v{record.opponent_version}"
+PGN_TERMINATION: dict[str, str] = {
+    "checkmate": "normal",
+    "stalemate": "normal",
+    "insufficient_material": "normal",
+    "seventyfive_moves": "normal",
+    "fivefold_repetition": "normal",
+    "max_plies": "adjudication",
+    "engine_failure": "emergency",
+}
+"""asp's termination words as the PGN standard's ``Termination`` values (section 9.8.1);
+a word not listed here is written as ``adjudication``: asp, not the rules, ended the game.
+asp's own word is kept in the ``AspTermination`` tag."""
+
+_TAG_VALUE_MAX = 200  # a tag line, name and value, must stay within PGN's 255-character line limit
 
 
-def to_pgn(record: GameRecord, *, event: str = "asp self-play") -> str:
+def _tag_value(field_name: str, value: str) -> str:
+    # python-chess writes header values as they are: a quote, a backslash or a line break
+    # would end the tag early and make the file unreadable.
+    if not value or len(value) > _TAG_VALUE_MAX or not value.isprintable() or '"' in value or "\\" in value:
+        raise ConfigError(
+            f"{field_name} must be 1..{_TAG_VALUE_MAX} printable characters without '\"' or '\\', got {value!r}"
+        )
+    return value
+
+
+def _opponent(record: GameRecord, opponent: str | None) -> tuple[str, str]:
+    """``(field name, description)`` of the opponent: the argument, the record's, or derived."""
+    if opponent is not None:
+        return "opponent", opponent
+    if record.opponent_name is not None:
+        return "GameRecord.opponent_name", record.opponent_name
+    if record.white == record.black:
+        return "opponent", "self"
+    if record.opponent_version is None:
+        return "opponent", OPPONENT
+    return "opponent", f"asp opponent v{record.opponent_version}"
+
+
+def to_pgn(record: GameRecord, *, event: str = "asp self-play", opponent: str | None = None) -> str:
     """The game as PGN text, with the standard headers and asp's own.
+
+    The seven standard tags, ``Termination`` (a standard value, :data:`PGN_TERMINATION`),
+    ``PlyCount``, then asp's: ``GameId``, ``ModelVersion``, ``Opponent`` (who the model
+    played: ``opponent``, else :attr:`GameRecord.opponent_name`, else ``self`` in self-play),
+    ``OpponentVersion`` (when known) and ``AspTermination`` (:attr:`GameRecord.termination`).
+    The opponent's description is also its name in ``White`` or ``Black``.
 
     python-chess reads the moves back identically:
 
@@ -164,29 +209,54 @@ def to_pgn(record: GameRecord, *, event: str = "asp self-play") -> str:
     >>> game = chess.pgn.read_game(io.StringIO(to_pgn(r)))
     >>> [m.uci() for m in game.mainline_moves()]
     ['e2e4', 'e7e5']
+    >>> [game.headers[t] for t in ("Termination", "AspTermination", "ModelVersion", "Opponent")]
+    ['adjudication', 'max_plies', '3', 'self']
+
+    :raises ConfigError: ``event`` or the opponent's description is empty, longer than 200
+        characters, or holds a quote, a backslash or a control character.
     """
+    field_name, description = _opponent(record, opponent)
+    description = _tag_value(field_name, description)
+    names = {MODEL: f"asp model v{record.model_version}", OPPONENT: description}
     game = chess.pgn.Game()
-    game.headers["Event"] = event
+    game.headers["Event"] = _tag_value("event", event)
     game.headers["Site"] = "asp"
     game.headers["Date"] = datetime.date.today().strftime("%Y.%m.%d")
     game.headers["Round"] = str(record.game_id)
-    game.headers["White"] = _player_name(record, record.white)
-    game.headers["Black"] = _player_name(record, record.black)
+    game.headers["White"] = _tag_value("GameRecord.white", names.get(record.white, record.white))
+    game.headers["Black"] = _tag_value("GameRecord.black", names.get(record.black, record.black))
     game.headers["Result"] = record.result
-    game.headers["Termination"] = record.termination
+    game.headers["Termination"] = PGN_TERMINATION.get(record.termination, "adjudication")
     game.headers["PlyCount"] = str(len(record.moves))
     game.headers["GameId"] = str(record.game_id)
+    game.headers["ModelVersion"] = str(record.model_version)
+    game.headers["Opponent"] = description
+    if record.opponent_version is not None:
+        game.headers["OpponentVersion"] = str(record.opponent_version)
+    game.headers["AspTermination"] = record.termination
     if record.start_fen != chess.STARTING_FEN:
         game.setup(chess.Board(record.start_fen))
     node: chess.pgn.GameNode = game
     for uci in record.moves:
         move = chess.Move.from_uci(uci)
         node = node.add_variation(move)
-    return str(game) + "\n"
+    # PGN's export format: movetext wrapped at 80 columns (str(game) would write one long line,
+    # over the standard's 255-character limit in any game of ~40 moves or more).
+    return game.accept(chess.pgn.StringExporter(columns=80)) + "\n"
 
 
-def write_pgn(records: Iterable[GameRecord], path: str | os.PathLike[str]) -> Path:
-    """Write ``records`` to ``path`` as one PGN file, atomically (temp file + rename)."""
+def write_pgn(
+    records: Iterable[GameRecord],
+    path: str | os.PathLike[str],
+    *,
+    event: str = "asp self-play",
+    opponent: str | None = None,
+) -> Path:
+    """Write ``records`` to ``path`` as one PGN file, atomically (temp file + rename).
+
+    ``event`` and ``opponent`` are passed to :func:`to_pgn` for every game (evaluation games:
+    ``event="asp evaluation", opponent="random"``).
+    """
     target = Path(path)
-    write_text_atomic(target, "\n".join(to_pgn(r) for r in records))
+    write_text_atomic(target, "\n".join(to_pgn(r, event=event, opponent=opponent) for r in records))
     return target
