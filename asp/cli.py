@@ -2,7 +2,8 @@
 
 * ``asp train``: the main job, a pipelined TinyChess training run with a live display;
 * ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
-* ``asp eval``: a checkpoint's score against a uniformly random mover, with its Elo.
+* ``asp eval``: a checkpoint's score against a uniformly random mover, with its Elo;
+* ``asp show``: a position of a game in a PGN file as an SVG board (last move, check).
 
 >>> import tempfile
 >>> out = tempfile.mkdtemp() + "/games.pgn"
@@ -82,7 +83,20 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     ev.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
 
-    for p in (train, play, ev):
+    show = sub.add_parser("show", help="draw a position of a PGN game as an SVG board")
+    show.add_argument("pgn", metavar="GAMES.pgn", help="PGN file (asp play, or games/iter-NNNN.pgn of a run)")
+    show.add_argument("--game", type=int, default=1, help="which game of the file, counting from 1 (default 1)")
+    show.add_argument(
+        "--ply", type=int, help="the position after K plies; 0 is the start position (default: the final position)"
+    )
+    show.add_argument(
+        "--out",
+        default="board.svg",
+        help="SVG file to write (default board.svg); a directory (existing, or ending in /): "
+        "one SVG per ply of the game, ply-000.svg, ply-001.svg, ...",
+    )
+
+    for p in (train, play, ev, show):
         p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
         p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
     return parser
@@ -143,6 +157,14 @@ def _eval(args: argparse.Namespace) -> int:
         f"(+{wins} ={draws} -{len(records) - wins - draws} of {len(records)}), "
         f"Elo {elo.elo:+.0f} [95%: {elo.elo_low:+.0f}, {elo.elo_high:+.0f}]"
     )
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from asp.app.show import write_boards
+
+    boards = write_boards(args.pgn, args.out, game=args.game, ply=args.ply)
+    print(boards.describe())
     return 0
 
 
@@ -309,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _play(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "show":
+            return _show(args)
     except AspError as e:
         print(f"asp {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
