@@ -6,7 +6,7 @@ The public API; everything else is an implementation module.
 from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
 from asp.pipeline import IterationReport, Pipeline
-from asp.progress import heartbeat
+from asp.progress import heartbeat, more_games
 from asp.selfplay import PlayFn, SelfPlay, ShardResult
 from asp.sync import SyncSelfPlay, play_games_parallel
 
@@ -25,6 +25,7 @@ __all__ = [
     "SyncSelfPlay",
     "configure_logging",
     "heartbeat",
+    "more_games",
     "play_games_parallel",
 ]
 __version__ = "0.1.0"

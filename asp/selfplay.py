@@ -7,13 +7,20 @@
 ...         records, stats = await selfplay.play(TinyChess(), None, PlayConfig(n_games=4, max_plies=8))
 ...     return [r.game_id for r in records], stats["shards"]
 >>> asyncio.run(main())
-([0, 1, 2, 3], 1)
+([0, 1, 2, 3], 4)
 
 How it works (see DESIGN.md, "Facts about process pools"):
 
-* Shards wait in a queue here, in the parent. A shard is handed to a worker only when its
+* Shards wait in a queue here, in the parent. Shards are handed to a worker only when its
   slot is free, one slot per worker, so nothing that has not started waits in a backend,
   and cancelling means cancelling running shards only.
+* Balancing: by default shards are small (:func:`default_shard_games`) and a free worker is
+  sent several contiguous ones at once, a full play batch (at most its share of the call).
+  While it plays, the worker asks for more as its games end (:func:`asp.more_games`), and
+  the coordinator keeps a small reserve of shards on offer to it, so a worker whose games
+  are short takes on more and no batch empties while games wait. A result holds the shards
+  the task was sent plus the offers it took; offers it did not take go back to the queue.
+  With an explicit ``shard_games``, each task is one shard and nothing is offered.
 * Workers belong to a backend (:mod:`asp.backends.base`): spawn processes on this machine
   (``backend="local"``, :mod:`asp.backends.local`) or Ray actors (``backend="ray"``,
   :mod:`asp.backends.ray_backend`). SelfPlay holds the policy only and knows the backend by
@@ -73,26 +80,30 @@ _MAX_IDLE_DEATHS = 3  # deaths of one slot's worker in a row, with no shard, bef
 
 @dataclass(frozen=True)
 class ShardResult:
-    """One finished shard, as :meth:`SelfPlay.stream` yields it."""
+    """What one worker played in one go (a shard, or several), as :meth:`SelfPlay.stream` yields it."""
 
     records: list[Any]
     """The shard's game records, as ``play_fn`` returned them."""
     stats: dict[str, Any]
     """The shard's stats, as ``play_fn`` returned them."""
     shard: int
-    """Index of the shard within its call (0-based)."""
+    """Index of its first shard within its call (0-based)."""
     attempt: int
-    """Which attempt produced it: 0 for the first run, 1 for the first retry..."""
+    """Which attempt produced it: 0 for the first run, 1 for the first retry... (the highest of
+    its shards)."""
     pid: int
     """Process id of the worker that played it."""
     seconds: float
     """Seconds the worker spent on it."""
     first_game: int
-    """Id of the shard's first game."""
+    """Id of the first game of its first shard."""
     n_games: int
-    """Games in the shard."""
+    """Games in all its shards."""
     node: str
     """The machine that played it: its host name (local backend) or Ray node id."""
+    shards: tuple[int, ...]
+    """Every shard whose games it holds: with the default ``shard_games`` a worker plays several
+    at once in one batch (see :class:`SelfPlay`, "balancing"); else just ``(shard,)``."""
 
 
 class _State(enum.Enum):
@@ -110,14 +121,38 @@ class _Shard:
 
 @dataclass
 class _Flight:
-    shard: _Shard
+    """What one slot's worker runs: one task of contiguous shards, plus the offers it took."""
+
+    shards: list[_Shard]
+    """The shards the task was sent with (contiguous game ids)."""
     slot: int
     future: asyncio.Future[ShardOutput]
     pid: int | None
     dispatched: float
+    cap: int
+    """Games this flight may hold in all (offers stop there)."""
+    offers: list[_Shard] = field(default_factory=list)
+    """Shards offered to it while it runs, in order; it took the first ``state.taken``."""
     state: SlotState = SlotState(progress.IDLE, 0, None)
     moved: float | None = None
     """When the counter last moved; None until the worker has started the shard."""
+    taken_seen: int = 0
+    """Offers it had taken at the last top-up (their rate sizes the reserve)."""
+
+    @property
+    def games(self) -> int:
+        return sum(int(s.cfg.n_games) for s in self.shards + self.offers)
+
+    @property
+    def lead(self) -> _Shard:
+        return self.shards[0]
+
+    def played(self, taken: int) -> list[_Shard]:
+        """Its shards and the first ``taken`` offers: what its result holds, or what it lost."""
+        return self.shards + self.offers[:taken]
+
+    def describe(self) -> dict[str, Any]:
+        return {"shard": self.lead.index, "shards": len(self.shards), "attempt": max(s.attempt for s in self.shards)}
 
 
 @dataclass
@@ -378,16 +413,22 @@ class SelfPlay:
 
     # -- the dispatch loop --------------------------------------------------------------------
 
-    def _plan(self, cfg: Any) -> list[_Shard]:
+    def _plan(self, cfg: Any) -> tuple[list[_Shard], int]:
+        """The call's shards, and the games to send a free worker at once (several shards)."""
         check_cfg(cfg)
-        size = self.shard_games or default_shard_games(cfg.n_games, self.workers, getattr(cfg, "batch_size", 1))
-        return [
+        batch = getattr(cfg, "batch_size", None)
+        size = self.shard_games or default_shard_games(cfg.n_games, self.workers, batch or 1)
+        shards = [
             _Shard(
                 i,
                 dataclasses.replace(cfg, first_game=cfg.first_game + start, n_games=min(size, cfg.n_games - start)),
             )
             for i, start in enumerate(range(0, cfg.n_games, size))
         ]
+        if self.shard_games is not None:
+            return shards, size  # fixed shards: one per task, and no offers
+        share = math.ceil(cfg.n_games / self.workers)
+        return shards, max(size, min(share, batch if batch is not None else math.ceil(share / 4)))
 
     async def _publish(self, model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[WeightRef, WeightRef | None]:
         self._backend.check_network(model, "model")
@@ -402,7 +443,8 @@ class SelfPlay:
     async def _stream(
         self, model: nn.Module, opp: nn.Module | None, cfg: Any, figures: _CallFigures, what: str
     ) -> AsyncGenerator[ShardResult, None]:
-        queue = deque(self._plan(cfg))
+        shards, target = self._plan(cfg)
+        queue = deque(shards)
         figures.shards = len(queue)
         async with self._one_call(what):
             self._check_open(what)
@@ -415,7 +457,7 @@ class SelfPlay:
                 while queue or flights:
                     self._check_still_open()
                     self._replace_lost(figures, call)
-                    await self._dispatch(queue, flights, call, model_ref, opp_ref)
+                    await self._dispatch(queue, target, flights, call, model_ref, opp_ref)
                     waits: list[asyncio.Future[Any]] = [f.future for f in flights.values()]
                     waits += backend.starting()
                     if waits:
@@ -430,9 +472,12 @@ class SelfPlay:
                             yield result
                     if time.monotonic() - looked >= _TICK:  # deadlines need no closer look than this
                         looked = time.monotonic()
-                        for flight, overdue in await self._overdue(flights):
+                        states = await backend.states(list(flights))
+                        for flight, overdue in self._overdue(flights, states):
                             del flights[flight.slot]
                             await self._give_up_on(flight, overdue, queue, figures, call)
+                        if self.shard_games is None:
+                            self._offer(flights, states, queue)
                 self._replace_lost(figures, call)  # the last ones too: they start while the caller works
             finally:
                 if flights:
@@ -441,12 +486,13 @@ class SelfPlay:
     async def _dispatch(
         self,
         queue: deque[_Shard],
+        target: int,
         flights: dict[int, _Flight],
         call: Any,
         model_ref: WeightRef,
         opp_ref: WeightRef | None,
     ) -> None:
-        """Send the next shards to free slots whose worker is ready."""
+        """Send free slots whose worker is ready their next shards: contiguous ones, ``target`` games."""
         backend = self._backend
         for slot in range(self.workers):
             if not queue or slot in flights or not backend.ready(slot):
@@ -455,24 +501,56 @@ class SelfPlay:
             if loss is not None:
                 await self._lost_idle(slot, loss, call)
                 continue
-            shard = queue.popleft()
-            task = ShardTask(self.play_fn, shard.cfg, model_ref, opp_ref, shard.index, shard.attempt)
+            shards = [queue.popleft()]
+            games = shards[0].cfg.n_games
+            while queue and games < target and queue[0].cfg.first_game == shards[0].cfg.first_game + games:
+                games += queue[0].cfg.n_games
+                shards.append(queue.popleft())
+            lead = shards[0]
+            cfg = lead.cfg if len(shards) == 1 else dataclasses.replace(lead.cfg, n_games=games)
+            attempt = max(s.attempt for s in shards)
+            task = ShardTask(self.play_fn, cfg, model_ref, opp_ref, lead.index, attempt)
             try:
                 future = backend.submit(slot, task)
             except WorkerLost:  # its worker died while idle, and the backend noticed first
-                queue.appendleft(shard)
+                queue.extendleft(reversed(shards))
                 await self._lost_idle(slot, await backend.idle_loss(slot) or "unknown", call)
                 continue
-            flights[slot] = _Flight(shard, slot, future, backend.pid(slot), time.monotonic())
+            flights[slot] = _Flight(shards, slot, future, backend.pid(slot), time.monotonic(), cap=4 * target)
             call.debug(
                 "shard_dispatched",
-                shard=shard.index,
-                attempt=shard.attempt,
+                shard=lead.index,
+                shards=len(shards),
+                attempt=attempt,
                 slot=slot,
                 pid=backend.pid(slot),
-                games=shard.cfg.n_games,
-                first_game=shard.cfg.first_game,
+                games=games,
+                first_game=lead.cfg.first_game,
             )
+
+    def _offer(self, flights: dict[int, _Flight], states: dict[int, SlotState], queue: deque[_Shard]) -> None:
+        """Keep a reserve of offered shards at every worker that takes offers (:func:`asp.more_games`).
+
+        A worker whose games end early takes the next shards this way, into the batch it is
+        playing, instead of its flight ending with a half-empty batch while another worker
+        still plays. Only workers that have asked get offers (a play_fn that never asks
+        holds no reserve), the reserve is twice what the worker took since the last look (at
+        least two shards), and a flight takes no more than its ``cap`` of games.
+        """
+        for flight in flights.values():
+            state = states.get(flight.slot)
+            if state is None or state.phase != progress.RUNNING or flight.future.done():
+                continue
+            if state.asked == 0 and state.taken == 0:
+                continue  # it has never asked: its play_fn takes no offers, or its batch is full
+            reserve = min(progress.OFFER_RING - 1, max(2, 2 * (state.taken - flight.taken_seen)))
+            flight.taken_seen = state.taken
+            while queue and len(flight.offers) - state.taken < reserve:
+                if flight.games + queue[0].cfg.n_games > flight.cap:
+                    break
+                shard = queue.popleft()
+                self._backend.offer(flight.slot, len(flight.offers), shard.cfg.first_game, shard.cfg.n_games)
+                flight.offers.append(shard)
 
     def _replace_lost(self, figures: _CallFigures, call: Any) -> None:
         """Start a new worker in every slot whose worker is gone: now, not when a shard needs the
@@ -498,57 +576,64 @@ class SelfPlay:
         self, flight: _Flight, queue: deque[_Shard], figures: _CallFigures, call: Any
     ) -> ShardResult | None:
         """A finished flight: its result, or a retry (ShardFailed when none is left)."""
-        shard, fut = flight.shard, flight.future
+        fut = flight.future
         exc = fut.exception()
         if exc is None:
             out = fut.result()
             self._idle_deaths[flight.slot] = 0
+            played = flight.played(out.offers_taken)
+            queue.extendleft(reversed(flight.offers[out.offers_taken :]))  # offered, never taken
+            games = sum(s.cfg.n_games for s in played)
             call.info(
                 "shard_done",
-                shard=shard.index,
-                attempt=shard.attempt,
+                **flight.describe(),
+                offers_taken=out.offers_taken,
                 pid=out.pid,
-                games=shard.cfg.n_games,
+                games=games,
                 seconds=round(out.seconds, 3),
                 plies=out.stats.get("plies"),
             )
+            lead = flight.lead
             return ShardResult(
                 out.records,
                 out.stats,
-                shard.index,
-                shard.attempt,
+                lead.index,
+                max(s.attempt for s in played),
                 out.pid,
                 out.seconds,
-                shard.cfg.first_game,
-                shard.cfg.n_games,
+                lead.cfg.first_game,
+                games,
                 out.node,
+                tuple(sorted(s.index for s in played)),
             )
         self._check_still_open()  # a shard that aclose() stopped is no failure of the shard
+        taken = await self._taken(flight)
         if isinstance(exc, UnreadableResult):
-            self._retry(shard, queue, figures, call, str(exc), "".join(traceback.format_exception(exc)))
+            self._retry(flight, taken, queue, figures, call, str(exc), "".join(traceback.format_exception(exc)))
             return None
         if not isinstance(exc, WorkerLost):
-            self._retry(shard, queue, figures, call, f"play_fn raised {exc!r}", remote_traceback(exc))
+            self._retry(flight, taken, queue, figures, call, f"play_fn raised {exc!r}", remote_traceback(exc))
             return None
         call.warning(
             "worker_died",
             pid=exc.pid,
             exit=exc.exit,
             slot=flight.slot,
-            shard=shard.index,
-            attempt=shard.attempt,
+            **flight.describe(),
             started_shard=exc.started_shard,
             cause=exc.cause,
         )
         await self._backend.kill(flight.slot, "worker died")
-        self._retry(shard, queue, figures, call, exc.reason, exc.cause or exc.reason)
+        self._retry(flight, taken, queue, figures, call, exc.reason, exc.cause or exc.reason)
         return None
 
-    async def _overdue(self, flights: dict[int, _Flight]) -> list[tuple[_Flight, str]]:
+    async def _taken(self, flight: _Flight) -> int:
+        """How many offers a flight that failed had taken (the last word of its worker)."""
+        state = (await self._backend.states([flight.slot])).get(flight.slot)
+        return max(flight.state.taken, state.taken if state is not None else 0)
+
+    def _overdue(self, flights: dict[int, _Flight], states: dict[int, SlotState]) -> list[tuple[_Flight, str]]:
         """Flights to give up on: stalled ones, and ones their worker never started."""
-        if not flights:
-            return []
-        states = await self._backend.states(list(flights))
         now = time.monotonic()
         overdue = []
         for flight in flights.values():
@@ -573,7 +658,7 @@ class SelfPlay:
     async def _give_up_on(
         self, flight: _Flight, overdue: str, queue: deque[_Shard], figures: _CallFigures, call: Any
     ) -> None:
-        shard, pid = flight.shard, flight.pid
+        pid = flight.pid
         if overdue == "stalled":
             assert flight.moved is not None
             idle = time.monotonic() - flight.moved
@@ -582,8 +667,7 @@ class SelfPlay:
                 "worker_stalled",
                 pid=pid,
                 slot=flight.slot,
-                shard=shard.index,
-                attempt=shard.attempt,
+                **flight.describe(),
                 seconds_without_progress=round(idle, 2),
                 plies=flight.state.plies,
                 stack=stack,
@@ -591,28 +675,44 @@ class SelfPlay:
             reason, details = f"worker {pid} stalled: no progress for {idle:.1f} s", stack
         else:
             waited = time.monotonic() - flight.dispatched
-            call.error("shard_not_started", pid=pid, slot=flight.slot, shard=shard.index, seconds=round(waited, 2))
+            call.error("shard_not_started", pid=pid, slot=flight.slot, **flight.describe(), seconds=round(waited, 2))
             reason = f"worker {pid} did not start the shard within start_timeout={self.start_timeout} s"
             details = reason
+        taken = await self._taken(flight)
         await self._backend.kill(flight.slot, reason)
-        self._retry(shard, queue, figures, call, reason, details)
+        self._retry(flight, taken, queue, figures, call, reason, details)
 
     def _retry(
-        self, shard: _Shard, queue: deque[_Shard], figures: _CallFigures, call: Any, reason: str, details: str
+        self,
+        flight: _Flight,
+        taken: int,
+        queue: deque[_Shard],
+        figures: _CallFigures,
+        call: Any,
+        reason: str,
+        details: str,
     ) -> None:
-        if shard.attempt >= self.retries:
-            call.error(
-                "shard_failed",
-                shard=shard.index,
-                attempts=shard.attempt + 1,
-                reason=reason,
-                traceback=details,
-            )
-            raise ShardFailed(shard.index, shard.attempt + 1, reason, details)
-        call.warning("shard_retried", shard=shard.index, attempt=shard.attempt, reason=reason, traceback=details)
-        shard.attempt += 1
+        """Queue a failed flight's shards again (one attempt more each), or raise ShardFailed.
+
+        Its shards and the offers it took count as attempted; offers it had not taken go back
+        as they were."""
+        lost = flight.played(taken)
+        worst = max(lost, key=lambda s: s.attempt)
+        if worst.attempt >= self.retries:
+            call.error("shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason, traceback=details)
+            raise ShardFailed(worst.index, worst.attempt + 1, reason, details)
+        call.warning(
+            "shard_retried",
+            shard=flight.lead.index,
+            shards=[s.index for s in lost],
+            attempt=worst.attempt,
+            reason=reason,
+            traceback=details,
+        )
+        for shard in lost:
+            shard.attempt += 1
         figures.retries += 1
-        queue.appendleft(shard)
+        queue.extendleft(reversed(lost + flight.offers[taken:]))
 
     async def _cancel_flights(self, flights: dict[int, _Flight], call: Any) -> None:
         """Ask running shards to stop; kill the workers of those that do not within the grace.
@@ -631,7 +731,7 @@ class SelfPlay:
     async def _stop_flights(self, flights: dict[int, _Flight], call: Any) -> None:
         for flight in flights.values():
             self._backend.cancel(flight.slot)
-            call.info("shard_cancelled", shard=flight.shard.index, attempt=flight.shard.attempt, pid=flight.pid)
+            call.info("shard_cancelled", **flight.describe(), pid=flight.pid)
         pending = [f.future for f in flights.values() if not f.future.done()]
         if pending:
             await asyncio.wait(pending, timeout=self.cancel_grace)
@@ -641,19 +741,18 @@ class SelfPlay:
             elif not flight.future.cancelled():
                 exc = flight.future.exception()
                 if exc is not None and not isinstance(exc, ShardCancelled | WorkerLost):
-                    call.info("cancelled_shard_raised", shard=flight.shard.index, error=repr(exc))
+                    call.info("cancelled_shard_raised", shard=flight.lead.index, error=repr(exc))
 
 
 def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:
-    """Games per shard when ``shard_games`` is not given.
+    """Games per shard when ``shard_games`` is not given: small blocks, the unit of balancing.
 
-    Up to four shards per worker, to even out uneven game lengths, but no shard smaller than
-    the play batch while there are games enough (a smaller shard would shrink the network's
-    batch, which costs more than balancing gains), and a number of shards that is a multiple
-    of the workers.
+    A free worker is sent several contiguous shards at once, enough for a full batch (at most
+    its share of the call), and is offered more, a shard at a time, as its games end
+    (:func:`asp.more_games`). So shards are small: an eighth of the batch, and at least eight
+    per worker.
 
-    >>> default_shard_games(128, 2, 64), default_shard_games(1024, 2, 64), default_shard_games(8, 2)
-    (64, 128, 1)
+    >>> default_shard_games(192, 2, 64), default_shard_games(1024, 2, 64), default_shard_games(8, 2)
+    (8, 8, 1)
     """
-    per_worker = max(1, min(4, n_games // (workers * max(1, batch_size))))
-    return max(1, math.ceil(n_games / (workers * per_worker)))
+    return max(1, min(math.ceil(batch_size / 8), math.ceil(n_games / (workers * 8))))

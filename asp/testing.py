@@ -1,7 +1,10 @@
 """Play functions that misbehave on purpose: for asp's tests, examples and your own drills.
 
 :func:`fault_play` plays no chess. Each "game" is ``plies`` heartbeats ``delay`` seconds
-apart, and its record says which process played it with which weights. A
+apart, and its record says which process played it with which weights. With ``batch_size``
+it keeps that many games in flight, one heartbeat each per round, and takes the games the
+coordinator offers (:func:`asp.more_games`) once its own have all begun, as a batched play
+function does. A
 :class:`FaultConfig` makes the shard holding game ``fault_game`` raise, hang, crash or die,
 either every time or only the first time (``once=True``: the first worker to hit the fault
 leaves a marker file in ``marker_dir`` and later attempts play normally).
@@ -25,7 +28,7 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError
-from asp.progress import heartbeat
+from asp.progress import heartbeat, more_games
 
 __all__ = ["FAULTS", "EchoRecord", "FaultConfig", "fault_play"]
 
@@ -46,6 +49,10 @@ class FaultConfig:
     """Heartbeats per game."""
     delay: float = 0.0
     """Seconds between heartbeats."""
+    batch_size: int = 0
+    """0: one game after another. n: up to n games in flight, and offers taken (see above)."""
+    plies_step: int = 0
+    """Game ``i`` is ``plies + plies_step * (i % 4)`` heartbeats long: uneven games."""
     fault: str = "none"
     """One of :data:`FAULTS`."""
     fault_game: int = 0
@@ -99,18 +106,51 @@ def _misbehave(fault: str) -> None:
         os._exit(3)
 
 
+def _begin(cfg: FaultConfig, game_id: int) -> int:
+    """Start game ``game_id`` (misbehaving if it is the fault's); return its length in plies."""
+    if cfg.fault != "none" and game_id == cfg.fault_game and (not cfg.once or _first_time(cfg)):
+        _misbehave(cfg.fault)
+    return cfg.plies + cfg.plies_step * (game_id % 4)
+
+
 def fault_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tuple[list[EchoRecord], dict[str, Any]]:
     """Play ``cfg.n_games`` heartbeat "games"; misbehave as ``cfg`` says."""
     with torch.no_grad():
         weight_sum = float(sum(p.sum() for p in model.parameters()))
-    ids = range(cfg.first_game, cfg.first_game + cfg.n_games)
+    pending = iter(range(cfg.first_game, cfg.first_game + cfg.n_games))
     records = []
-    for game_id in ids:
-        if cfg.fault != "none" and game_id == cfg.fault_game and (not cfg.once or _first_time(cfg)):
-            _misbehave(cfg.fault)
-        for _ in range(cfg.plies):
-            heartbeat(1)
+
+    def finish(game_id: int, plies: int) -> None:
+        records.append(EchoRecord(game_id, os.getpid(), cfg.model_version, weight_sum, plies))
+
+    if not cfg.batch_size:
+        for game_id in pending:
+            plies = _begin(cfg, game_id)
+            for _ in range(plies):
+                heartbeat(1)
+                if cfg.delay:
+                    time.sleep(cfg.delay)
+            finish(game_id, plies)
+    else:
+        live: dict[int, list[int]] = {}  # game id -> [plies played, its length]
+        while True:
+            while len(live) < cfg.batch_size:
+                new = next(pending, None)
+                if new is None and (block := more_games()) is not None:
+                    pending = iter(range(block[0], block[0] + block[1]))
+                    continue
+                if new is None:
+                    break
+                live[new] = [0, _begin(cfg, new)]
+            if not live:
+                break
+            heartbeat(len(live))
             if cfg.delay:
                 time.sleep(cfg.delay)
-        records.append(EchoRecord(game_id, os.getpid(), cfg.model_version, weight_sum, cfg.plies))
-    return records, {"games": len(records), "plies": len(records) * cfg.plies}
+            for game_id, game in list(live.items()):
+                game[0] += 1
+                if game[0] == game[1]:
+                    finish(game_id, game[1])
+                    del live[game_id]
+    records.sort(key=lambda r: r.game_id)
+    return records, {"games": len(records), "plies": sum(r.plies for r in records)}

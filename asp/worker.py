@@ -68,6 +68,9 @@ class ShardOutput:
     seconds: float
     node: str
     """The machine that played it: its host name, or its Ray node id on the Ray backend."""
+    offers_taken: int = 0
+    """How many of the coordinator's offers of more games play_fn took (:func:`asp.more_games`):
+    the first ``offers_taken`` offers made to this shard are part of its result."""
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -96,6 +99,7 @@ def initialize(
     cancel_flags: MutableSequence[int],
     slot_pids: MutableSequence[int],
     phases: MutableSequence[int],
+    offers: progress.OfferCells,
     warm: tuple[type[nn.Module], Any] | None,
     log_settings: tuple[LogFormat, str],
 ) -> None:
@@ -109,7 +113,7 @@ def initialize(
     set_threads(threads)
     _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
     faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
-    progress.attach(slot, progress_counters, cancel_flags, slot_pids, phases)
+    progress.attach(slot, progress_counters, cancel_flags, slot_pids, phases, offers)
     prebuild(warm)
 
 
@@ -171,7 +175,8 @@ def play_task(task: ShardTask, load: Loader, node: str) -> ShardOutput:
     opponent = _network("opponent", task.opponent, load) if task.opponent is not None else None
     progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
     records, stats = task.play_fn(model, opponent, task.cfg)
-    return ShardOutput(records, stats, os.getpid(), time.perf_counter() - started, node)
+    seconds = time.perf_counter() - started
+    return ShardOutput(records, stats, os.getpid(), seconds, node, progress.offers_taken())
 
 
 def run_shard(payload: bytes) -> bytes:

@@ -21,20 +21,19 @@ game id. Chosen on purpose to show the cost of one equal shard per worker, and d
 so that nobody mistakes it for typical self-play:
 
 * a *block* is one iteration's games, ids ``block_first .. block_first + block_games - 1``;
-* the first ``long_fraction`` (default a quarter) of a block's ids are *long* games, played with
+* the first ``long_fraction`` (default half) of a block's ids are *long* games, played with
   ``max_plies=long_plies`` (default 400: with the untrained TinyChess, 64 such games averaged
   ~330 plies in a quick measurement, ending by insufficient material, the 75-move rule, mate or
   adjudication); every other game is *short*, ``max_plies=short_plies`` (default 40, nearly
   always exactly 40 plies);
-* a shard's games are grouped into contiguous runs of equal ``max_plies`` and each run is ONE
-  ``asp.tinychess.play_games`` call, so the network batch stays as full as ``play_games`` can
-  keep it. The groups of a shard run one after the other (``play_games`` has one ``max_plies``
-  per call), so a shard that holds both long and short games does not overlap them.
+* :class:`UnevenConfig` is a :class:`~asp.tinychess.PlayConfig` whose ``plies_limit`` gives
+  each game its cap, so one ``play_games`` batch loop plays long and short games together and
+  keeps its batch as full as it can.
 
 With one contiguous shard per worker, the first worker gets every long game: most of the work.
-Small shards (asp's ``shard_games``) spread the long games over the workers, but each shard
-plays fewer games at once, so the network batch is smaller: what the comparison measures is
-the net of those two effects.
+Small shards spread the long games over the workers, but each shard plays fewer games at once,
+so the network batch is smaller. asp's default sends each worker a full batch and then offers
+it more games, a few at a time, as its games end (``asp.more_games``).
 
 Spawn workers import this module by name (``baseline_pool``): its directory must be on
 ``sys.path`` in the parent before the pool starts (spawn children inherit ``sys.path``).
@@ -58,7 +57,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from asp.tinychess import GameRecord, PlayConfig, TinyChess, play_games, summarise
+from asp.tinychess import GameRecord, PlayConfig, TinyChess, play_games
 
 __all__ = ["BaselinePool", "BaselineResult", "PlayFn", "UnevenConfig", "play_uneven"]
 
@@ -69,74 +68,29 @@ PlayFn = Callable[[nn.Module, nn.Module | None, Any], tuple[list[Any], dict[str,
 
 
 @dataclass(frozen=True)
-class UnevenConfig:
-    """Games of a shard of the uneven workload (a dataclass with the fields asp shards on)."""
+class UnevenConfig(PlayConfig):
+    """The uneven workload: a :class:`PlayConfig` whose long games come first in each block."""
 
-    n_games: int
-    """Games in this call (or shard)."""
-    block_first: int
+    block_first: int = 0
     """Id of the first game of the block (iteration) that this call's games belong to."""
-    block_games: int
+    block_games: int = 0
     """Games in the block; its first ``long_fraction`` are long."""
-    first_game: int = 0
-    """Id of this call's first game."""
-    seed: int = 0
-    """Seed of the games' random streams."""
-    model_version: int = 0
-    """Version of the model's weights, copied into every record."""
-    long_fraction: float = 0.25
+    long_fraction: float = 0.5
     """Fraction of the block's ids, from its start, that are long games."""
     long_plies: int = 400
     """``max_plies`` of a long game."""
     short_plies: int = 40
     """``max_plies`` of a short game."""
-    batch_size: int = 64
-    """``PlayConfig.batch_size`` of every ``play_games`` call."""
 
-    def max_plies(self, game_id: int) -> int:
+    def plies_limit(self, game_id: int) -> int:
         """``max_plies`` of game ``game_id``: long in the first part of the block, else short."""
         long_end = self.block_first + int(self.block_games * self.long_fraction)
         return self.long_plies if self.block_first <= game_id < long_end else self.short_plies
 
-    def groups(self) -> list[PlayConfig]:
-        """This call's games as ``play_games`` configs: contiguous runs of equal ``max_plies``."""
-        groups: list[PlayConfig] = []
-        end = self.first_game + self.n_games
-        start = self.first_game
-        while start < end:
-            plies = self.max_plies(start)
-            stop = start + 1
-            while stop < end and self.max_plies(stop) == plies:
-                stop += 1
-            groups.append(
-                PlayConfig(
-                    n_games=stop - start,
-                    first_game=start,
-                    seed=self.seed,
-                    max_plies=plies,
-                    batch_size=self.batch_size,
-                    model_version=self.model_version,
-                )
-            )
-            start = stop
-        return groups
-
 
 def play_uneven(model: nn.Module, opp: nn.Module | None, cfg: UnevenConfig) -> tuple[list[GameRecord], dict[str, Any]]:
-    """Play ``cfg``'s games, one ``play_games`` call per group of equal ``max_plies``."""
-    started = time.perf_counter()
-    records: list[GameRecord] = []
-    groups = cfg.groups()
-    for group in groups:
-        group_records, _ = play_games(model, opp, group)
-        records.extend(group_records)
-    records.sort(key=lambda r: r.game_id)
-    seconds = time.perf_counter() - started
-    stats = summarise(records)
-    stats["seconds"] = seconds
-    stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
-    stats["play_games_calls"] = len(groups)
-    return records, stats
+    """Play ``cfg``'s games: :func:`asp.tinychess.play_games`, one batch loop for long and short."""
+    return play_games(model, opp, cfg)
 
 
 # -- the baseline pool: code that runs in its workers -------------------------------------------

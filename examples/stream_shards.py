@@ -8,9 +8,11 @@ shards still running at once, rather than whenever the generator is garbage-coll
 
     python examples/stream_shards.py --games 16 --workers 2 --max-plies 24
 
-Prints one line per shard as it arrives (seconds since the call began, then the shard's
-index, attempt, worker pid, seconds in the worker and games), then when the first and the
-last shard arrived.
+Prints one line per result as it arrives (seconds since the call began, then its first
+shard's index, how many shards it holds, attempt, worker pid, seconds in the worker, games and
+their ids), then when the first and the last result arrived. With the default ``shard_games``
+a worker is sent several small shards at once and takes more as its games end, so one result
+can hold shards whose games are not contiguous; ``--shard-games N`` gives one shard per result.
 """
 
 from __future__ import annotations
@@ -38,17 +40,28 @@ async def main(args: argparse.Namespace) -> None:
                 arrivals.append(time.perf_counter() - started)
                 replay_buffer.extend(shard.records)
                 print(
-                    f"{arrivals[-1]:6.2f} s  shard {shard.shard:2d}  attempt {shard.attempt}  "
-                    f"pid {shard.pid}  seconds {shard.seconds:5.2f}  games {shard.n_games}  "
-                    f"(ids {shard.first_game}..{shard.first_game + shard.n_games - 1})  "
+                    f"{arrivals[-1]:6.2f} s  shard {shard.shard:2d} (+{len(shard.shards) - 1:2d} more)  "
+                    f"attempt {shard.attempt}  pid {shard.pid}  seconds {shard.seconds:5.2f}  "
+                    f"games {shard.n_games}  (ids {_ranges([r.game_id for r in shard.records])})  "
                     f"buffer {len(replay_buffer)}",
                     flush=True,
                 )
     print(
-        f"{len(arrivals)} shards: the first arrived after {arrivals[0]:.2f} s, "
+        f"{len(arrivals)} results: the first arrived after {arrivals[0]:.2f} s, "
         f"{arrivals[-1] - arrivals[0]:.2f} s before the last one was done "
         f"(at {arrivals[-1]:.2f} s); the buffer holds {len(replay_buffer)} games"
     )
+
+
+def _ranges(ids: list[int]) -> str:
+    """``[0, 1, 2, 7, 8]`` as ``"0..2,7..8"``."""
+    runs: list[list[int]] = []
+    for i in sorted(ids):
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(f"{a}..{b}" if a != b else str(a) for a, b in runs)
 
 
 def parse_args() -> argparse.Namespace:

@@ -166,3 +166,49 @@ async def test_closing_stops_a_running_call_and_leaves_no_worker(backend: str) -
     while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.05)
     assert not [pid for pid in workers if pid_alive(pid)]
+
+
+@pytest.mark.asyncio
+async def test_workers_take_offered_games_into_their_batch_and_every_game_comes_once(backend: str, logs: Logs) -> None:
+    # Default shard_games: shards of one game; each worker is sent 4 at once (its batch) and,
+    # as its uneven games end, takes the next shards the coordinator offers it.
+    async with SelfPlay(workers=2, play_fn=fault_play, backend=backend) as selfplay:
+        cfg = FaultConfig(n_games=40, first_game=100, batch_size=4, plies=5, plies_step=5, delay=0.02)
+        results = [r async for r in selfplay.stream(tiny(), None, cfg)]
+    assert sorted(i for r in results for i in ids(r.records)) == list(range(100, 140))
+    shards = sorted(s for r in results for s in r.shards)
+    assert shards == list(range(40))  # every shard in exactly one result
+    for r in results:
+        assert sorted(ids(r.records)) == [100 + s for s in r.shards]  # a result holds its shards' games
+    done = events(logs, "shard_done")
+    assert len(done) == len(results) < 10  # fewer tasks than 40 / 4: batches refilled by offers
+    assert sum(e["offers_taken"] for e in done) > 0
+
+
+@pytest.mark.asyncio
+async def test_a_worker_killed_after_taking_offers_loses_no_game_and_plays_none_twice(
+    backend: str, logs: Logs, tmp_path: Path
+) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, backend=backend) as selfplay:
+        # Game 30 is never in a first batch (games 0-3 and 4-7): the worker that begins it has
+        # taken it as an offer, and SIGKILLs itself there, the first time only.
+        cfg = FaultConfig(
+            n_games=40,
+            batch_size=4,
+            plies=5,
+            plies_step=5,
+            delay=0.02,
+            fault="crash",
+            fault_game=30,
+            once=True,
+            marker_dir=str(tmp_path),
+        )
+        records, stats = await selfplay.play(tiny(), None, cfg)
+        assert ids(records) == list(range(40))  # exactly once: play() would have kept the first copy
+        assert (stats["retries"], stats["respawns"]) == (1, 1)
+    (died,) = events(logs, "worker_died")
+    (retried,) = events(logs, "shard_retried")
+    assert retried["shard"] == died["shard"]
+    if backend == "local":  # the offers it took are known exactly (Ray: as of its last progress report)
+        assert died["started_shard"] and 30 in retried["shards"] and len(retried["shards"]) > 4
+    assert all(records[i].pid != died["pid"] for i in retried["shards"])  # its flight's games: played again

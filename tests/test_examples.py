@@ -84,7 +84,7 @@ def test_stream_shards_reports_every_shard_and_the_first_before_the_last() -> No
         *("--log-level", "info"),
     )
     shard_lines = re.findall(
-        r"^\s*([\d.]+) s  shard +(\d+)  attempt (\d+)  pid (\d+)  seconds +[\d.]+  games (\d+)",
+        r"^\s*([\d.]+) s  shard +(\d+) \(\+ *0 more\)  attempt (\d+)  pid (\d+)  seconds +[\d.]+  games (\d+)",
         output,
         flags=re.MULTILINE,
     )
@@ -101,7 +101,7 @@ def test_stream_shards_reports_every_shard_and_the_first_before_the_last() -> No
     assert len(printed) == len(done) == 6, output
     assert all(d < p for d, p in zip(done, printed, strict=True)), output
     assert printed[0] < done[-1], output
-    assert "6 shards: the first arrived after" in output and "the buffer holds 12 games" in output
+    assert "6 results: the first arrived after" in output and "the buffer holds 12 games" in output
 
 
 @pytest.mark.timeout(RUN_LIMIT + 30)

@@ -50,9 +50,9 @@ def test_two_workers_play_the_same_games_as_play_games(children: Callable[[], li
         assert got_fields.pop("logprobs") == pytest.approx(want_fields.pop("logprobs"), rel=1e-4, abs=1e-6)
         assert got_fields == want_fields
         assert got.samples == expected.samples
-    # 6 games are fewer than a play batch per worker: one shard each (the SelfPlay default).
+    # 6 games are fewer than a play batch per worker: shards of one game (the SelfPlay default).
     assert stats["workers"] == 2
-    assert stats["shards"] == math.ceil(CFG.n_games / default_shard_games(CFG.n_games, 2, CFG.batch_size)) == 2
+    assert stats["shards"] == math.ceil(CFG.n_games / default_shard_games(CFG.n_games, 2, CFG.batch_size)) == 6
     for key in ("games", "plies", "results", "terminations", "score"):
         assert stats[key] == want_stats[key], key
     assert children() == []  # the pool of the call is gone

@@ -8,8 +8,8 @@ worker and of at most one shard in flight. What a backend must do, and nothing m
 * publish weights once per change (:class:`~asp.weights.Publications`);
 * run a :class:`~asp.worker.ShardTask` in a slot and answer with its
   :class:`~asp.worker.ShardOutput`, the exception ``play_fn`` raised, or :class:`WorkerLost`;
-* while a shard runs: its progress (:class:`SlotState`), a cooperative cancel, and its
-  worker's Python stack for a stall report;
+* while a shard runs: its progress (:class:`SlotState`), offers of more games to it, a
+  cooperative cancel, and its worker's Python stack for a stall report;
 * kill one slot's worker (it costs that slot's shard only), and close them all.
 
 Two backends implement it: :mod:`asp.backends.local` (spawn processes on this machine) and
@@ -48,6 +48,10 @@ class SlotState:
     """Progress counter: plies reported by :func:`asp.heartbeat` since the shard began."""
     pid: int | None
     """Process id of the worker that runs the shard, once it has begun it."""
+    taken: int = 0
+    """Offers of more games (:meth:`Backend.offer`) the shard has taken so far."""
+    asked: int = 0
+    """Times the shard asked for more games (:func:`asp.more_games`) and none was on offer."""
 
 
 class WorkerLost(Exception):
@@ -118,6 +122,13 @@ class Backend(Protocol):
         :raises ConfigError: when the task cannot be sent (it does not pickle).
         :raises WorkerLost: when the slot's worker is found lost before the task is sent.
         """
+
+    def offer(self, slot: int, seq: int, first_game: int, n_games: int) -> None:
+        """Offer the slot's running shard games ``first_game ..`` as its offer number ``seq``.
+
+        Offers are numbered from 0 within each shard, made in order, and at most
+        :data:`asp.progress.OFFER_RING` of them wait untaken. The worker takes them in order
+        (:func:`asp.more_games`); the shard's output says how many it took."""
 
     async def states(self, slots: list[int]) -> dict[int, SlotState]:
         """The progress of each slot's shard (a slot that cannot answer is left out)."""

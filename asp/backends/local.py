@@ -51,7 +51,7 @@ _UNPICKLE_IN_THREAD = 1 << 20  # results larger than this (bytes) are unpickled 
 
 
 class SlotArrays:
-    """Shared memory of every slot: progress counters, cancel flags, phases, pids."""
+    """Shared memory of every slot: progress counters, cancel flags, phases, pids, offers."""
 
     def __init__(self, slots: int) -> None:
         ctx = multiprocessing.get_context("spawn")
@@ -59,12 +59,20 @@ class SlotArrays:
         self.cancel = ctx.Array("b", slots, lock=False)
         self.phase = ctx.Array("b", slots, lock=False)
         self.pids = ctx.Array("q", slots, lock=False)
+        self.offers = progress.OfferCells(
+            posted=ctx.Array("q", slots, lock=False),
+            taken=ctx.Array("q", slots, lock=False),
+            asked=ctx.Array("q", slots, lock=False),
+            first=ctx.Array("q", slots * progress.OFFER_RING, lock=False),
+            games=ctx.Array("q", slots * progress.OFFER_RING, lock=False),
+        )
 
     def reset(self, slot: int) -> None:
         self.progress[slot] = 0
         self.cancel[slot] = 0
         self.phase[slot] = progress.IDLE
         self.pids[slot] = 0
+        self.offers.reset(slot)
 
 
 def _executor_process(executor: concurrent.futures.ProcessPoolExecutor) -> BaseProcess | None:
@@ -104,6 +112,7 @@ class WorkerProcess:
                 arrays.cancel,
                 arrays.pids,
                 arrays.phase,
+                arrays.offers,
                 warm,
                 log_settings(),
             ),
@@ -391,8 +400,20 @@ class LocalBackend:
         return out
 
     async def states(self, slots: list[int]) -> dict[int, SlotState]:
-        a = self.arrays
-        return {s: SlotState(int(a.phase[s]), int(a.progress[s]), int(a.pids[s]) or None) for s in slots}
+        a, o = self.arrays, self.arrays.offers
+        return {
+            s: SlotState(int(a.phase[s]), int(a.progress[s]), int(a.pids[s]) or None, int(o.taken[s]), int(o.asked[s]))
+            for s in slots
+        }
+
+    def offer(self, slot: int, seq: int, first_game: int, n_games: int) -> None:
+        offers = self.arrays.offers
+        if seq != offers.posted[slot] or seq - offers.taken[slot] >= progress.OFFER_RING:
+            posted, taken = offers.posted[slot], offers.taken[slot]
+            raise AspError(f"slot {slot}: offer {seq} out of order (posted {posted}, taken {taken})")
+        cell = slot * progress.OFFER_RING + seq % progress.OFFER_RING
+        offers.first[cell], offers.games[cell] = first_game, n_games
+        offers.posted[slot] = seq + 1  # last: the worker reads the cells once it sees this
 
     def cancel(self, slot: int) -> None:
         self.arrays.cancel[slot] = 1

@@ -57,8 +57,12 @@ class ShardRunner:
         worker.set_threads(threads)
         self._lock = threading.Lock()
         self._progress, self._cancel, self._pids, self._phase = [0], [0], [0], [progress.IDLE]
-        progress.attach(0, self._progress, self._cancel, self._pids, self._phase)
+        ring = progress.OFFER_RING
+        self._offers = progress.OfferCells([0], [0], [0], [0] * ring, [0] * ring)
+        self._waiting: dict[int, tuple[int, int]] = {}  # offers that arrived before an earlier one
+        progress.attach(0, self._progress, self._cancel, self._pids, self._phase, self._offers)
         self._running: int | None = None
+        self._latest: int | None = None  # the last run begun here, running or not
         self._cancelled: set[int] = set()
         self._node = ray.get_runtime_context().get_node_id()
         worker.prebuild(warm)
@@ -71,7 +75,10 @@ class ShardRunner:
         """Play shard ``task``; ``token`` names this run for :meth:`cancel`."""
         with self._lock:
             self._progress[0], self._phase[0], self._running = 0, progress.IDLE, token
+            self._latest = token
             self._cancel[0] = int(token in self._cancelled)
+            self._offers.reset(0)
+            self._waiting.clear()
         progress.begin_shard()
         try:
             return worker.play_task(task, _load, self._node)
@@ -81,9 +88,29 @@ class ShardRunner:
                 self._running = None
                 self._cancelled.discard(token)
 
-    def state(self) -> tuple[int, int, int]:
-        """(phase, plies, pid) of the shard running here."""
-        return self._phase[0], self._progress[0], self._pids[0]
+    def state(self) -> tuple[int | None, int, int, int, int, int]:
+        """(run token, phase, plies, pid, offers taken, asks for more games) of the latest run."""
+        with self._lock:
+            offers = self._offers
+            return self._latest, self._phase[0], self._progress[0], self._pids[0], offers.taken[0], offers.asked[0]
+
+    def offer(self, token: int, seq: int, first_game: int, n_games: int) -> None:
+        """Offer run ``token`` games ``first_game ..`` as its offer ``seq`` (see Backend.offer).
+
+        Calls can arrive out of order (this actor answers on several threads): an offer is
+        posted only after every earlier one, and one for a run that is over is dropped.
+        """
+        with self._lock:
+            if token != self._running:
+                return
+            self._waiting[seq] = (first_game, n_games)
+            offers = self._offers
+            while offers.posted[0] in self._waiting:
+                posted = offers.posted[0]
+                offers.first[posted % progress.OFFER_RING], offers.games[posted % progress.OFFER_RING] = (
+                    self._waiting.pop(posted)
+                )
+                offers.posted[0] = posted + 1
 
     def cancel(self, token: int) -> None:
         """Stop run ``token`` at its next heartbeat (even if it has not begun yet)."""
@@ -128,7 +155,7 @@ class _Actor:
     """The run in flight, if any."""
     state: SlotState = SlotState(progress.IDLE, 0, None)
     polled: float = 0.0
-    poll: asyncio.Future[tuple[int, int, int]] | None = None
+    poll: asyncio.Future[tuple[int | None, int, int, int, int, int]] | None = None
     death: str | None = None
     """Set once a request found the actor dead."""
 
@@ -255,7 +282,7 @@ class RayBackend:
         self._numbers += 1
         handle = self._actor_class.options(
             num_cpus=self.threads_per_worker,
-            max_concurrency=4,  # run, state, cancel and stack at once
+            max_concurrency=6,  # run, state, offer, cancel and stack at once
             scheduling_strategy="SPREAD",
             name=None,
         ).remote(self.threads_per_worker, self._warm(), log_settings())
@@ -337,8 +364,9 @@ class RayBackend:
             if poll is not None and poll.done():
                 actor.poll = None
                 if not poll.cancelled() and poll.exception() is None:
-                    phase, plies, pid = poll.result()
-                    actor.state = SlotState(phase, plies, pid or None)
+                    token, phase, plies, pid, taken, asked = poll.result()
+                    if token == actor.token:  # not an answer about an earlier run
+                        actor.state = SlotState(phase, plies, pid or None, taken, asked)
                 elif isinstance(poll.exception(), ray.exceptions.RayActorError):
                     actor.death = "actor died"
             if actor.poll is None and now - actor.polled >= _POLL:
@@ -347,6 +375,11 @@ class RayBackend:
                 actor.poll.add_done_callback(retrieve)
             answers[slot] = actor.state  # an actor that does not answer keeps its last state
         return answers
+
+    def offer(self, slot: int, seq: int, first_game: int, n_games: int) -> None:
+        actor = self._actor(slot)
+        if actor.token is not None and not actor.killed:
+            actor.handle.offer.remote(actor.token, seq, first_game, n_games)
 
     def cancel(self, slot: int) -> None:
         actor = self._actor(slot)

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError, check_ints
-from asp.progress import heartbeat
+from asp.progress import heartbeat, more_games
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
@@ -90,6 +90,11 @@ class PlayConfig:
     """Send back, with each record, what the model saw and chose at each of its plies
     (:class:`~asp.tinychess.records.PlyData`, about 180 bytes a ply), so that training needs
     no replay of the game. Evaluation games can do without."""
+
+    def plies_limit(self, game_id: int) -> int:
+        """``max_plies`` of game ``game_id``: the same for every game. A subclass may vary it
+        (the benchmarks' uneven workload makes some games long and the others short)."""
+        return self.max_plies
 
     def __post_init__(self) -> None:
         big = 2**63 - 1
@@ -162,14 +167,15 @@ class _Game:
     """A game in flight, with its own random stream."""
 
     __slots__ = ("actions", "bitboards", "board", "counts", "game_id", "illegal", "keeping", "leads", "legal",
-                 "legal_idx", "legal_kept", "logprobs", "model_white", "moves", "plies", "rng", "seen",
-                 "scalars", "self_play", "start_fen")  # fmt: skip
+                 "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies", "rng",
+                 "seen", "scalars", "self_play", "start_fen")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         self.game_id = game_id
         self.start_fen = cfg.openings[game_id % len(cfg.openings)] if cfg.openings else chess.STARTING_FEN
         self.board = chess.Board(self.start_fen)
         self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
+        self.max_plies = cfg.plies_limit(game_id)
         self.self_play = not against_opponent
         self.model_white = self.self_play or game_id % 2 == 0
         self.moves: list[str] = []
@@ -208,7 +214,7 @@ class _Game:
             return "1/2-1/2", "seventyfive_moves"
         if self.repetitions() >= 4 and board.is_fivefold_repetition():
             return "1/2-1/2", "fivefold_repetition"
-        if len(self.moves) >= cfg.max_plies:
+        if len(self.moves) >= self.max_plies:
             lead = material_lead(board)
             if lead >= cfg.adjudication_margin:
                 return "1-0", "max_plies"
@@ -327,7 +333,9 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     """Play ``cfg.n_games`` games in this process and return ``(records, stats)``.
 
     ``opp=None`` is self-play. With an opponent, the model plays White in the games with an
-    even id and Black in the others. Records are sorted by game id; ``stats`` is
+    even id and Black in the others. In a worker of :class:`asp.SelfPlay`, once its own games
+    have all begun, a free place in the batch takes the games the coordinator offers
+    (:func:`asp.more_games`), and their records are returned too. Records are sorted by game id; ``stats`` is
     :func:`~asp.tinychess.records.summarise` of them plus ``seconds`` and ``plies_per_s``.
 
     >>> from asp.tinychess.model import TinyChess
@@ -338,6 +346,18 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     started = time.perf_counter()
     against = opp is not None
     next_id, end_id = cfg.first_game, cfg.first_game + cfg.n_games
+
+    def next_game() -> _Game | None:
+        nonlocal next_id, end_id
+        if next_id >= end_id:  # its own games have all begun: games on offer, in a worker of asp
+            block = more_games()
+            if block is None:
+                return None
+            next_id, end_id = block[0], block[0] + block[1]
+        game = _Game(next_id, cfg, against)
+        next_id += 1
+        return game
+
     slots: list[_Game] = []
     records: list[GameRecord] = []
     nets = [model] if opp is None else [model, opp]
@@ -352,17 +372,14 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 for game in slots:
                     while (ended := game.prepare(cfg)) is not None:
                         records.append(game.record(*ended, cfg, against))
-                        if next_id >= end_id:
+                        if (new := next_game()) is None:
                             break
-                        game = _Game(next_id, cfg, against)
-                        next_id += 1
+                        game = new
                     else:
                         live.append(game)
-                while len(live) < cfg.batch_size and next_id < end_id:
-                    game = _Game(next_id, cfg, against)
-                    next_id += 1
-                    game.prepare(cfg)  # a fresh game always has moves: openings are checked
-                    live.append(game)
+                while len(live) < cfg.batch_size and (new := next_game()) is not None:
+                    new.prepare(cfg)  # a fresh game always has moves: openings are checked
+                    live.append(new)
                 slots = live
                 if not slots:
                     break
