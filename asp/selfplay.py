@@ -534,23 +534,31 @@ class SelfPlay:
         A worker whose games end early takes the next shards this way, into the batch it is
         playing, instead of its flight ending with a half-empty batch while another worker
         still plays. Only workers that have asked get offers (a play_fn that never asks
-        holds no reserve), the reserve is twice what the worker took since the last look (at
-        least two shards), and a flight takes no more than its ``cap`` of games.
+        holds no reserve). The reserve is twice what the worker took since the last look,
+        at least one shard, but no more than its share of the games not yet begun: what a
+        worker holds untaken it must play itself, so near the end of a call the last games
+        go to the workers as they free up. A flight takes no more than its ``cap`` of games.
         """
+        untaken = {f.slot: f.offers[states[f.slot].taken :] for f in flights.values() if f.slot in states}
+        waiting = sum(s.cfg.n_games for s in queue) + sum(s.cfg.n_games for u in untaken.values() for s in u)
+        share = math.ceil(waiting / self.workers)
         for flight in flights.values():
             state = states.get(flight.slot)
             if state is None or state.phase != progress.RUNNING or flight.future.done():
                 continue
             if state.asked == 0 and state.taken == 0:
                 continue  # it has never asked: its play_fn takes no offers, or its batch is full
-            reserve = min(progress.OFFER_RING - 1, max(2, 2 * (state.taken - flight.taken_seen)))
+            shards = min(progress.OFFER_RING - 1, max(1, 2 * (state.taken - flight.taken_seen)))
             flight.taken_seen = state.taken
-            while queue and len(flight.offers) - state.taken < reserve:
-                if flight.games + queue[0].cfg.n_games > flight.cap:
+            held = sum(s.cfg.n_games for s in untaken[flight.slot])
+            while queue and len(flight.offers) - state.taken < shards:
+                games = queue[0].cfg.n_games
+                if flight.games + games > flight.cap or (held and held + games > share):
                     break
                 shard = queue.popleft()
-                self._backend.offer(flight.slot, len(flight.offers), shard.cfg.first_game, shard.cfg.n_games)
+                self._backend.offer(flight.slot, len(flight.offers), shard.cfg.first_game, games)
                 flight.offers.append(shard)
+                held += games
 
     def _replace_lost(self, figures: _CallFigures, call: Any) -> None:
         """Start a new worker in every slot whose worker is gone: now, not when a shard needs the
