@@ -1,15 +1,26 @@
-"""The train/play pipeline: self-play of iteration k+1 overlaps training on iteration k.
+"""The train/play pipeline: self-play runs ahead of training, within a staleness bound.
 
 Game-agnostic: it needs a :class:`~asp.SelfPlay`, the model being trained, a ``train``
 function that learns from one iteration's records (synchronous: it runs in a thread, so the
 event loop keeps dispatching shards meanwhile) and a ``play_cfg`` function that says what to
 play in each iteration.
 
-Versions: the weights that played iteration k are version k; training on iteration k's games
-makes version k+1. With ``overlap=True`` iteration k+1 is played by a snapshot of version k
-while training on k produces k+1, so its games are one version stale when they are trained
-on; the report of every iteration says so. ``max_staleness=0`` or ``overlap=False`` runs the
-same loop sequentially: every game is played by the latest weights.
+Versions: training on iteration k's games makes the model's next version, so iteration k is
+trained by version ``version + k`` (counting from the run's first iteration). Self-play runs
+in its own task, one iteration after another, each with a snapshot of the newest weights
+that training has finished; it starts iteration k only once the newest version is at most
+``max_staleness`` versions older than the one that will train on k. So no game is ever more
+than ``max_staleness`` versions stale when it is trained on (nothing needs dropping), and:
+
+* ``max_staleness=0`` (or ``overlap=False``): sequential, every game played by the latest
+  weights; workers wait while the trainer trains, and the trainer while they play;
+* ``max_staleness=1`` (the default): iteration k+1 is played while training on k, one version
+  stale; workers that finish k+1 before training on k is done wait for it;
+* ``max_staleness=N >= 2``: continuous self-play: workers go on to k+2, k+3 ... while training
+  is slow, so they wait for the trainer only when self-play is N iterations ahead.
+
+Each report says which version played its games, how stale they were, and the idle
+time of the workers and the trainer during the iteration.
 
 >>> import asyncio
 >>> from asp import SelfPlay
@@ -51,6 +62,9 @@ TrainFn = Callable[[list[Any]], dict[str, Any]]
 PlayCfgFn = Callable[[int, int], Any]
 
 
+_MAX_STALENESS = 16
+
+
 @dataclass
 class IterationReport:
     """What happened in one iteration of :meth:`Pipeline.run`."""
@@ -74,29 +88,68 @@ class IterationReport:
     train_seconds: float
     """Wall time of training on this iteration."""
     overlap_seconds: float
-    """Time during which this iteration's training and the next iteration's play ran together."""
+    """Time during which this iteration's training and self-play (of later iterations) ran together."""
     wall_seconds: float
     """Wall time of the iteration, from the end of the previous report to the end of training."""
     next_play_weights: nn.Module | None = None
-    """Overlapped runs: a snapshot of the weights that play the next iteration (also after the
-    last iteration, for a run extended later); a checkpoint that keeps them lets a resumed run
-    replay that iteration exactly. None when sequential."""
+    """Overlapped runs: the weights that play the next iteration (also after the last
+    iteration, for a run extended later); ``pending_plays[0]``'s. None when sequential."""
+    pending_plays: list[tuple[int, nn.Module]] = field(default_factory=list)
+    """Overlapped runs: ``(version, weights)`` of every later iteration whose self-play has
+    begun, in order (with the next one's after the last iteration). Their games are lost if
+    the run stops here; a checkpoint that keeps these lets a resumed run play those iterations
+    again with the same weights (``Pipeline.run(first_plays=...)``)."""
+    worker_idle_seconds: float = 0.0
+    """Worker-seconds, summed over the workers, spent outside any shard during ``wall_seconds``."""
+    trainer_idle_seconds: float = 0.0
+    """Seconds of ``wall_seconds`` during which the trainer was not training."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for the caller (evaluation results, paths of artefacts)."""
 
 
 @dataclass
-class _Play:
-    """One iteration's self-play, running as a task."""
+class _Played:
+    """One iteration's self-play: begun, then done."""
 
-    task: asyncio.Task[tuple[list[Any], dict[str, Any]]]
+    iteration: int
     version: int
+    weights: nn.Module
     started: float = field(default_factory=time.perf_counter)
     ended: float | None = None
-    cancelled: bool = False
+    records: list[Any] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    """What the trainer and the player task of one :meth:`Pipeline.run` share."""
+
+    start: int
+    end: int
+    first_version: int
+    latest: tuple[int, nn.Module]
+    """The newest version that training has finished, and weights that hold it unchanging."""
+    resumed: list[tuple[int, nn.Module]]
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    begun: list[_Played] = field(default_factory=list)
+    """Iterations whose self-play has begun and that are not trained yet, in order."""
+    done: asyncio.Queue[_Played] = field(default_factory=asyncio.Queue)
+    after_last: tuple[int, nn.Module] | None = None
+    """The weights that would play the iteration after the last."""
+
+    def trained_by(self, iteration: int) -> int:
+        return self.first_version + iteration - self.start
+
+
+class _Task:
+    """The player task, cancelled once only: a second cancel would break into the play's
+    shielded clean-up."""
+
+    def __init__(self, task: asyncio.Task[None]) -> None:
+        self.task = task
+        self.cancelled = False
 
     def cancel(self) -> None:
-        # Once only: a second cancel would break into the play's shielded clean-up.
         if not self.cancelled:
             self.cancelled = True
             self.task.cancel()
@@ -122,21 +175,27 @@ class Pipeline:
         :param play_cfg: ``play_cfg(iteration, version)`` -> the play_fn config of an iteration;
             its ``model_version`` should be ``version``.
         :param opponent: the opponent network of every game (None: self-play).
-        :param overlap: play iteration k+1 while training on k.
+        :param overlap: play later iterations while training (False: ``max_staleness=0``).
         :param max_staleness: the most versions a game may lag behind the weights that train
-            on it (0 or 1; 0 turns overlap off).
+            on it (0 to 16; 0 turns overlap off).
         :param on_shard: called as ``on_shard(iteration, games_done, games_total)`` each time a
             shard of games arrives (progress displays).
         """
-        if not isinstance(max_staleness, int) or isinstance(max_staleness, bool) or not 0 <= max_staleness <= 1:
-            raise ConfigError(f"Pipeline max_staleness must be 0 or 1, got {max_staleness!r}")
+        if (
+            not isinstance(max_staleness, int)
+            or isinstance(max_staleness, bool)
+            or not 0 <= max_staleness <= _MAX_STALENESS
+        ):
+            raise ConfigError(f"Pipeline max_staleness must be an int in 0..{_MAX_STALENESS}, got {max_staleness!r}")
         self.selfplay = selfplay
         self.model = model
         self.train = train
         self.play_cfg = play_cfg
         self.opponent = opponent
-        self.overlap = overlap and max_staleness >= 1
+        self.max_staleness = max_staleness if overlap else 0
+        self.overlap = self.max_staleness >= 1
         self.on_shard = on_shard
+        self._busy = 0.0  # worker-seconds inside shards, as shards come back
 
     async def _play(self, iteration: int, version: int, weights: nn.Module) -> tuple[list[Any], dict[str, Any]]:
         cfg = self.play_cfg(iteration, version)
@@ -146,6 +205,7 @@ class Pipeline:
         async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
             async for shard in shards:
                 worker_seconds += shard.seconds
+                self._busy += shard.seconds
                 for record in shard.records:
                     by_id.setdefault(record.game_id, record)
                 if self.on_shard is not None:
@@ -163,13 +223,41 @@ class Pipeline:
         stats.update(workers=self.selfplay.workers, worker_seconds=worker_seconds)
         return records, stats
 
-    def _start_play(self, iteration: int, version: int, weights: nn.Module) -> _Play:
-        # ``weights`` must not change while the games are played: a play that overlaps training
-        # is handed a snapshot; the others are awaited before anything trains.
-        task = asyncio.create_task(self._play(iteration, version, weights), name=f"asp-play-{iteration}")
-        play = _Play(task, version)
-        task.add_done_callback(lambda _: setattr(play, "ended", time.perf_counter()))
-        return play
+    async def _player(self, run: _Run) -> None:
+        """Self-play of iterations ``run.start ..`` one after the other, within the staleness bound."""
+        for iteration in range(run.start, run.end + 1):
+            index = iteration - run.start
+            if index < len(run.resumed):
+                version, weights = run.resumed[index]  # begun before the run stopped: the same weights
+            else:
+                while run.trained_by(iteration) - run.latest[0] > self.max_staleness:
+                    run.changed.clear()
+                    await run.changed.wait()
+                version, weights = run.latest
+            if iteration == run.end:
+                run.after_last = (version, weights)
+                return
+            task = asyncio.current_task()
+            if task is not None:
+                task.set_name(f"asp-play-{iteration}")
+            played = _Played(iteration, version, weights)
+            run.begun.append(played)
+            played.records, played.stats = await self._play(iteration, version, weights)
+            played.ended = time.perf_counter()
+            run.done.put_nowait(played)
+
+    async def _next_done(self, run: _Run, player: _Task) -> _Played:
+        """The next iteration's finished self-play (or the error that ended the player)."""
+        get = asyncio.ensure_future(run.done.get())
+        try:
+            await asyncio.wait({get, player.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not get.done():
+                get.cancel()
+        if get.done() and not get.cancelled():
+            return get.result()
+        player.task.result()  # raises what ended it
+        raise AspError("self-play stopped before the iteration was played")  # pragma: no cover
 
     async def run(
         self,
@@ -178,100 +266,113 @@ class Pipeline:
         start: int = 0,
         version: int | None = None,
         first_play: nn.Module | None = None,
+        first_plays: list[tuple[int, nn.Module]] | None = None,
     ) -> AsyncGenerator[IterationReport, None]:
         """Run iterations ``start .. start + iterations - 1``, yielding a report after each.
 
         ``version`` is the model's version now (default ``start``). To resume an overlapped
-        run exactly, pass as ``first_play`` the weights that were playing iteration ``start``
-        when the run stopped (:attr:`IterationReport.next_play_weights` of the last report,
-        one version older than ``version``).
+        run exactly, pass as ``first_plays`` the ``(version, weights)`` of the iterations whose
+        self-play had begun when the run stopped (:attr:`IterationReport.pending_plays` of the
+        last report); they are played again with those weights. ``first_play`` is the older
+        form for ``max_staleness=1``: the weights of iteration ``start``'s play, one version
+        older than ``version``.
 
         Training and copying weights run in threads. However ``run`` is left (exhausted, an
         error, cancellation, ``aclose()``), it first waits for the train call in progress and
-        for the play in flight to stop: once it is left, nothing of it changes the model or
-        plays. A cancellation that arrives during that clean-up is re-raised after it, unless
-        an error is already on its way out: as with :class:`asyncio.TaskGroup`, the error wins.
+        for the self-play in flight to stop: once it is left, nothing of it changes the model
+        or plays. A cancellation that arrives during that clean-up is re-raised after it,
+        unless an error is already on its way out: as with :class:`asyncio.TaskGroup`, the
+        error wins.
 
         :raises AspError: when an iteration's games lack an id of ``cfg.first_game ..
             cfg.first_game + cfg.n_games - 1`` or have one outside it (of an id that comes
             twice, the first record is kept).
         """
         version = start if version is None else version
-        end = start + iterations
-        play: _Play | None = None
+        resumed = list(first_plays or [])
         if first_play is not None:
-            play = self._start_play(start, version - 1, first_play)
+            resumed.insert(0, (version - 1, first_play))
+        end = start + iterations
+        # Sequential: plays use the model itself (nothing trains while they play); overlapped:
+        # a snapshot per version, since training changes the model while later iterations play.
+        weights = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
+        run = _Run(start, end, version, (version, weights), resumed)
+        player = _Task(asyncio.create_task(self._player(run), name=f"asp-play-{start}"))
         error: BaseException | None = None
         try:
-            boundary = time.perf_counter()
+            boundary, busy_before = time.perf_counter(), self._busy
             for iteration in range(start, end):
-                if play is None:
-                    play = self._start_play(iteration, version, self.model)
-                # Not ``await play.task``: our cancellations would reach into the play's clean-up;
-                # ``_stop`` cancels it once.
-                await asyncio.wait({play.task})
-                records, play_stats = play.task.result()
-                done = play
-                play = None
-                snapshot = None
-                if self.overlap:
-                    # The weights that play (or, after the last iteration, would play) the next
-                    # iteration: a run extended later replays it with exactly these.
-                    snapshot = await finish_in_thread(copy.deepcopy, self.model)
-                    if iteration + 1 < end:
-                        play = self._start_play(iteration + 1, version, snapshot)
+                done = await self._next_done(run, player)
+                assert done.iteration == iteration and done.ended is not None
                 train_started = time.perf_counter()
-                # Cancelled while training: the play in flight stops while the train call ends.
-                metrics = await finish_thread_call(
-                    functools.partial(self.train, records), on_cancel=play.cancel if play is not None else None
-                )
+                # Cancelled while training: self-play stops while the train call ends.
+                metrics = await finish_thread_call(functools.partial(self.train, done.records), on_cancel=player.cancel)
                 train_ended = time.perf_counter()
-                overlap = 0.0
-                if play is not None:
-                    play_end = play.ended if play.ended is not None else train_ended
-                    overlap = max(0.0, min(train_ended, play_end) - max(train_started, play.started))
-                assert done.ended is not None
+                run.begun.remove(done)
+                version += 1
+                latest = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
+                run.latest = (version, latest)
+                run.changed.set()
+                if iteration + 1 == end and self.overlap:
+                    await asyncio.wait({player.task})  # it notes the weights of the iteration after
+                    player.task.result()
+                pending = [(p.version, p.weights) for p in run.begun]
+                if self.overlap and run.after_last is not None and iteration + 1 == end:
+                    pending.append(run.after_last)
+                overlap = sum(_overlap(p, train_started, train_ended) for p in run.begun)
+                wall = train_ended - boundary
+                busy = self._busy - busy_before
                 report = IterationReport(
                     iteration=iteration,
                     version_played=done.version,
-                    version_trained=version,
-                    staleness=version - done.version,
-                    records=records,
-                    play_stats=play_stats,
+                    version_trained=version - 1,
+                    staleness=version - 1 - done.version,
+                    records=done.records,
+                    play_stats=done.stats,
                     train_metrics=metrics,
                     play_seconds=done.ended - done.started,
                     train_seconds=train_ended - train_started,
                     overlap_seconds=overlap,
-                    wall_seconds=train_ended - boundary,
-                    next_play_weights=snapshot,
+                    wall_seconds=wall,
+                    next_play_weights=pending[0][1] if pending else None,
+                    pending_plays=pending,
+                    worker_idle_seconds=max(0.0, self.selfplay.workers * wall - busy),
+                    trainer_idle_seconds=max(0.0, wall - (train_ended - train_started)),
                 )
-                version += 1
                 log.info("iteration_done", iteration=iteration, version_played=done.version,
-                         staleness=report.staleness, games=len(records),
+                         staleness=report.staleness, games=len(done.records),
                          play_seconds=round(report.play_seconds, 3),
                          train_seconds=round(report.train_seconds, 3),
-                         overlap_seconds=round(overlap, 3))  # fmt: skip
+                         overlap_seconds=round(overlap, 3), pending=len(pending),
+                         worker_idle_seconds=round(report.worker_idle_seconds, 3),
+                         trainer_idle_seconds=round(report.trainer_idle_seconds, 3))  # fmt: skip
                 yield report
-                boundary = time.perf_counter()
+                boundary, busy_before = time.perf_counter(), self._busy
         except BaseException as e:
             error = e
             raise
         finally:
-            cancelled = await self._stop(play, error)
+            cancelled = await self._stop(player, error)
             if cancelled and (error is None or isinstance(error, GeneratorExit)):
                 raise asyncio.CancelledError
 
-    async def _stop(self, play: _Play | None, error: BaseException | None) -> bool:
-        """Cancel the play in flight and wait until it has stopped; True if we were cancelled meanwhile."""
-        if play is None:
-            return False
-        play.cancel()
-        cancelled = await wait_out(play.task)
-        failure = None if play.task.cancelled() else play.task.exception()
+    async def _stop(self, player: _Task, error: BaseException | None) -> bool:
+        """Cancel the self-play in flight and wait until it has stopped; True if we were cancelled meanwhile."""
+        cancelled = False
+        if not player.task.done():
+            player.cancel()
+            cancelled = await wait_out(player.task)
+        failure = None if player.task.cancelled() else player.task.exception()
         if failure is not None and failure is not error:
             # Never raised: the error or cancellation that ended the run says why it ended.
             log.warning("play_failed_while_stopping", error=repr(failure))
         return cancelled
+
+
+def _overlap(played: _Played, start: float, end: float) -> float:
+    """Seconds of [start, end] during which ``played`` was being played."""
+    played_end = played.ended if played.ended is not None else end
+    return max(0.0, min(end, played_end) - max(start, played.started))
 
 
 def _some(ids: list[int]) -> str:

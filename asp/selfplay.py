@@ -416,7 +416,7 @@ class SelfPlay:
     def _plan(self, cfg: Any) -> tuple[list[_Shard], int]:
         """The call's shards, and the games to send a free worker at once (several shards)."""
         check_cfg(cfg)
-        batch = getattr(cfg, "batch_size", None)
+        batch = getattr(cfg, "batch_size", None) or None  # 0: a play_fn that plays one game at a time
         size = self.shard_games or default_shard_games(cfg.n_games, self.workers, batch or 1)
         shards = [
             _Shard(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -188,6 +189,85 @@ async def test_start_and_version_name_the_iterations_and_no_iterations_is_nothin
     assert await run_all(pipeline, 0) == []
 
 
+# -- continuous self-play (max_staleness >= 2) -----------------------------------------------
+
+
+class SlowFillTrain(FillTrain):
+    """FillTrain that takes ``seconds`` per call: self-play gets ahead of it."""
+
+    def __init__(self, model: nn.Module, seconds: float) -> None:
+        super().__init__(model)
+        self.seconds = seconds
+
+    def __call__(self, records: list[Any]) -> dict[str, Any]:
+        time.sleep(self.seconds)
+        return super().__call__(records)
+
+
+def filled(version: int, initial: float, n_params: int) -> float:
+    """weight_sum of the weights of ``version`` under FillTrain: version v > 0 is all v."""
+    return initial if version == 0 else float(version * n_params)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("max_staleness", [2, 3])
+@module_loop
+async def test_continuous_self_play_runs_ahead_of_a_slow_trainer_within_the_bound(
+    echo_pool: SelfPlay, max_staleness: int
+) -> None:
+    torch.manual_seed(0)
+    model = tiny()
+    initial, n_params = weight_sum(model), sum(p.numel() for p in model.parameters())
+    # Playing an iteration takes a few ms, training one 0.4 s: self-play is as far ahead as allowed.
+    pipeline = Pipeline(
+        echo_pool, model, train=SlowFillTrain(model, 0.4), play_cfg=echo_cfg, max_staleness=max_staleness
+    )
+    reports = await run_all(pipeline, 6)
+    played = [r.version_played for r in reports]
+    assert [r.version_trained for r in reports] == list(range(6))
+    assert [r.staleness for r in reports] == [t - p for t, p in zip(range(6), played, strict=True)]
+    # Iteration k starts once version k - max_staleness exists, with the newest version there is.
+    assert played == [max(0, k - max_staleness) for k in range(6)]
+    for r in reports:
+        assert {rec.model_version for rec in r.records} == {r.version_played}
+        expected = filled(r.version_played, initial, n_params)
+        assert all(rec.weight_sum == pytest.approx(expected) for rec in r.records)
+        # The plays begun for later iterations: at most max_staleness of them, in order, and
+        # each with the version it was started with.
+        later = [v for v, _ in r.pending_plays]
+        assert later == played[r.iteration + 1 : r.iteration + 1 + len(later)] or r.iteration == 5
+        assert len(later) <= max_staleness
+        for version, weights in r.pending_plays:
+            assert weight_sum(weights) == pytest.approx(filled(version, initial, n_params))
+        assert 0 <= r.trainer_idle_seconds <= r.wall_seconds
+        assert 0 <= r.worker_idle_seconds <= echo_pool.workers * r.wall_seconds
+    # After the first iteration the trainer never waits for games: they are ready before it is.
+    assert all(r.trainer_idle_seconds < 0.2 for r in reports[1:])
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_a_continuous_run_resumed_from_its_pending_plays_plays_them_with_the_same_weights(
+    echo_pool: SelfPlay,
+) -> None:
+    torch.manual_seed(0)
+    model = tiny()
+    initial, n_params = weight_sum(model), sum(p.numel() for p in model.parameters())
+    pipeline = Pipeline(echo_pool, model, train=SlowFillTrain(model, 0.3), play_cfg=echo_cfg, max_staleness=3)
+    async with contextlib.aclosing(pipeline.run(6)) as reports:
+        async for report in reports:
+            if report.iteration == 1:
+                pending = [(v, copy.deepcopy(w)) for v, w in report.pending_plays]
+                break  # the run stops after iteration 1: the plays of 2, 3 and 4 had begun
+    assert [v for v, _ in pending] == [0, 0, 1]  # iteration 4 began once version 1 was there
+    resumed = Pipeline(echo_pool, model, train=SlowFillTrain(model, 0.3), play_cfg=echo_cfg, max_staleness=3)
+    reports = await run_all(resumed, 3, start=2, version=2, first_plays=pending)
+    assert [(r.iteration, r.version_played, r.version_trained) for r in reports] == [(2, 0, 2), (3, 0, 3), (4, 1, 4)]
+    for r in reports:
+        expected = filled(r.version_played, initial, n_params)
+        assert all(rec.weight_sum == pytest.approx(expected) for rec in r.records)
+
+
 # -- snapshots -------------------------------------------------------------------------------
 
 
@@ -338,6 +418,7 @@ async def test_cancelling_while_the_pipeline_cleans_up_reaches_the_caller(
             async with contextlib.aclosing(pipeline.run(3)) as reports:
                 async for _ in reports:
                     await wait_until(lambda: logged(logs, "shard_dispatched", first_game=N))
+                    await asyncio.sleep(0.3)  # begun and hung (a shard cancelled before it begins just stops)
                     break
 
     consumer = asyncio.create_task(consume())
@@ -455,8 +536,8 @@ async def test_a_game_id_that_comes_twice_is_kept_once(id_pool: SelfPlay) -> Non
     assert shards == [(0, N, N), (1, N, N)]
 
 
-@pytest.mark.parametrize("max_staleness", [2, -1, True, 1.0, None])
-def test_max_staleness_other_than_0_or_1_is_a_config_error(max_staleness: object) -> None:
+@pytest.mark.parametrize("max_staleness", [17, -1, True, 1.0, None])
+def test_max_staleness_outside_0_to_16_is_a_config_error(max_staleness: object) -> None:
     selfplay = SelfPlay(workers=1)  # not started: no processes
     with pytest.raises(ConfigError, match="max_staleness"):
         Pipeline(selfplay, tiny(), train=CountingTrain(), play_cfg=chess_cfg, max_staleness=max_staleness)  # type: ignore[arg-type]
