@@ -5,17 +5,23 @@
 [0, 1]
 """
 
+from asp.tinychess.engine import EngineConfig, EngineOpponent
 from asp.tinychess.features import N_FEATURES, encode_boards
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
-from asp.tinychess.play import PlayConfig, play_games
+from asp.tinychess.openings import OPENINGS, match_openings
+from asp.tinychess.play import BoardPlayer, PlayConfig, play_games
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise, to_pgn, write_pgn
 
 __all__ = [
     "MODEL",
     "N_FEATURES",
+    "OPENINGS",
     "OPPONENT",
     "POLICY_SIZE",
+    "BoardPlayer",
+    "EngineConfig",
+    "EngineOpponent",
     "GameRecord",
     "ModelConfig",
     "PlayConfig",
@@ -23,6 +29,7 @@ __all__ = [
     "encode_boards",
     "index_move",
     "legal_move_indices",
+    "match_openings",
     "move_index",
     "play_games",
     "summarise",

@@ -54,22 +54,31 @@ class MatchResult:
     """Points per game, 0 to 1: ``(wins + draws / 2) / games``."""
     elo: EloEstimate
     """The Elo difference the score implies, with its 95% interval (draws narrow it)."""
+    engine_failures: int = 0
+    """Games left out of the score: they ended by engine failure (result ``*``), see
+    :mod:`asp.tinychess.engine`."""
 
     @property
     def games(self) -> int:
-        """Games played."""
+        """Games scored."""
         return self.wins + self.draws + self.losses
 
-    def describe(self) -> str:
-        """One line for people.
+    def describe(self, *, failures: bool = False) -> str:
+        """One line for people; the games lost to engine failures when there were some, or
+        always with ``failures``.
 
         >>> match_result(wins=169, draws=22, losses=9).describe()
         'score 0.900 (+169 =22 -9 of 200), Elo +382 [95%: +323, +462]'
+        >>> match_result(wins=1, draws=2, losses=3, engine_failures=1).describe()
+        'score 0.333 (+1 =2 -3 of 6), Elo -120 [95%: -417, +94]; engine failures: 1 (not scored)'
         """
-        return (
+        line = (
             f"score {self.score:.3f} (+{self.wins} ={self.draws} -{self.losses} of {self.games}), "
             f"Elo {self.elo.elo:+.0f} [95%: {self.elo.elo_low:+.0f}, {self.elo.elo_high:+.0f}]"
         )
+        if failures or self.engine_failures:
+            line += f"; engine failures: {self.engine_failures}" + (" (not scored)" if self.engine_failures else "")
+        return line
 
 
 def score_from_elo(elo: float) -> float:
@@ -117,30 +126,45 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     return EloEstimate(score, n_games, _elo(clamped), _elo(low), _elo(high))
 
 
-def match_result(*, wins: int, draws: int, losses: int) -> MatchResult:
-    """Score, W/D/L and Elo difference (95% interval) of a match, from one player's side.
+def match_result(*, wins: int, draws: int, losses: int, engine_failures: int = 0) -> MatchResult:
+    """Score, W/D/L and Elo difference (95% interval) of a match, from one player's side;
+    ``engine_failures`` games are reported, not scored.
 
     >>> match_result(wins=0, draws=10, losses=0).elo.elo
     0.0
 
-    :raises ConfigError: a count that is negative or not an int, or no games at all.
+    :raises ConfigError: a count that is negative or not an int, or no games scored.
     """
-    for name, count in (("wins", wins), ("draws", draws), ("losses", losses)):
+    counts = (("wins", wins), ("draws", draws), ("losses", losses), ("engine_failures", engine_failures))
+    for name, count in counts:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ConfigError(f"{name} must be an int of at least 0, got {count!r}")
     games = wins + draws + losses
     if games == 0:
-        raise ConfigError("wins + draws + losses must be at least 1, got 0 games")
+        failed = f" (all {engine_failures} ended by engine failure)" if engine_failures else ""
+        raise ConfigError(f"wins + draws + losses must be at least 1, got 0 games scored{failed}")
     score = (wins + 0.5 * draws) / games
-    return MatchResult(wins, draws, losses, score, elo_from_score(score, n_games=games, draw_ratio=draws / games))
+    elo = elo_from_score(score, n_games=games, draw_ratio=draws / games)
+    return MatchResult(wins, draws, losses, score, elo, engine_failures)
 
 
 def match_result_of(records: Iterable[GameRecord]) -> MatchResult:
     """The model's match result over games against an opponent (:meth:`GameRecord.model_score`).
 
-    :raises ConfigError: a self-play game among ``records`` (it has no side to score), or none.
+    Games that ended by engine failure (termination ``engine_failure``, result ``*``) are
+    counted in :attr:`MatchResult.engine_failures`, not scored.
+
+    :raises ConfigError: a self-play game among ``records`` (it has no side to score), or no
+        game scored.
     """
-    points = [record.model_score() for record in records]
+    records = list(records)
+    scored = [r for r in records if r.termination != "engine_failure" and r.result != "*"]
+    points = [record.model_score() for record in scored]
     if any(p is None for p in points):
         raise ConfigError("records must all be games against an opponent; self-play games have no score")
-    return match_result(wins=points.count(1.0), draws=points.count(0.5), losses=points.count(0.0))
+    return match_result(
+        wins=points.count(1.0),
+        draws=points.count(0.5),
+        losses=points.count(0.0),
+        engine_failures=len(records) - len(scored),
+    )

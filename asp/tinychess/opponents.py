@@ -21,6 +21,8 @@ class RandomMover(nn.Module):
     among the legal moves (with ``mask_illegal=True``). It has no weights to train."""
 
     cfg = None
+    opponent_name = "random"
+    """Who it is, in the records of games against it."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -24,7 +24,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import chess
 import numpy as np
@@ -37,7 +37,7 @@ from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
 
-__all__ = ["PlayConfig", "play_games"]
+__all__ = ["BoardPlayer", "PlayConfig", "play_games"]
 
 _MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
 
@@ -142,6 +142,24 @@ def _check_opening(fen: object) -> None:
         raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is a finished game")
 
 
+@runtime_checkable
+class BoardPlayer(Protocol):
+    """An opponent that moves from the board itself, such as a chess engine
+    (:class:`~asp.tinychess.engine.EngineOpponent`), rather than from a network's logits.
+
+    :func:`play_games` asks it for a move in each game where it is to move, one game after
+    the other; a network opponent is called once for all of them instead.
+    """
+
+    opponent_name: str
+    """Who it is: the records' ``opponent_name``."""
+
+    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
+        """A legal move on ``board``, or None if the player failed: game ``game_id`` then ends
+        with result ``"*"`` and termination ``"engine_failure"``. Must not change ``board``."""
+        ...
+
+
 def placement_key(board: chess.Board) -> tuple[int, ...]:
     """Piece placement and side to move: what the repetition feature counts."""
     # Coarser than python-chess's repetition key (no castling, no en passant), so its count
@@ -166,8 +184,8 @@ def material_lead(board: chess.Board) -> int:
 class _Game:
     """A game in flight, with its own random stream."""
 
-    __slots__ = ("actions", "bitboards", "board", "counts", "game_id", "illegal", "keeping", "leads", "legal",
-                 "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies", "rng",
+    __slots__ = ("actions", "bitboards", "board", "counts", "failed", "game_id", "illegal", "keeping", "leads",
+                 "legal", "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies", "rng",
                  "seen", "scalars", "self_play", "start_fen")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
@@ -181,6 +199,7 @@ class _Game:
         self.moves: list[str] = []
         self.logprobs: list[float] = []
         self.illegal = 0
+        self.failed = False  # its BoardPlayer opponent gave no move: the game ends as engine_failure
         self.seen: Counter[tuple[int, ...]] = Counter([placement_key(self.board)])
         self.legal: list[chess.Move] = []
         self.legal_idx: list[int] = []
@@ -202,6 +221,8 @@ class _Game:
 
     def prepare(self, cfg: PlayConfig) -> tuple[str, str] | None:
         """Generate the legal moves; return ``(result, termination)`` if the game is over."""
+        if self.failed:
+            return "*", "engine_failure"
         board = self.board
         self.legal, self.legal_idx = legal_move_indices(board)
         if not self.legal and board.is_check():
@@ -329,11 +350,25 @@ def _choose_moves(
         start = end
 
 
+def _board_player_moves(player: BoardPlayer, games: Sequence[_Game]) -> None:
+    """Ask ``player`` for its move in each of ``games`` and push it, or mark the game failed."""
+    for game in games:
+        move = player.play_board(game.board, game_id=game.game_id)
+        if move is None or move not in game.legal:
+            game.failed = True
+        else:
+            game.push(move, 0.0)
+        heartbeat(1)  # an engine's move can take a while: each is progress
+
+
 def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tuple[list[GameRecord], dict[str, Any]]:
     """Play ``cfg.n_games`` games in this process and return ``(records, stats)``.
 
     ``opp=None`` is self-play. With an opponent, the model plays White in the games with an
-    even id and Black in the others. In a worker of :class:`asp.SelfPlay`, once its own games
+    even id and Black in the others. An opponent that is a :class:`BoardPlayer` (a chess
+    engine) is asked for its moves board by board; a game where it gives none ends with
+    result ``"*"`` and termination ``"engine_failure"``. An opponent's ``opponent_name``, if
+    it has one, is copied into the records. In a worker of :class:`asp.SelfPlay`, once its own games
     have all begun, a free place in the batch takes the games the coordinator offers
     (:func:`asp.more_games`), and their records are returned too. Records are sorted by game id; ``stats`` is
     :func:`~asp.tinychess.records.summarise` of them plus ``seconds`` and ``plies_per_s``.
@@ -345,6 +380,8 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     """
     started = time.perf_counter()
     against = opp is not None
+    board_player = opp if isinstance(opp, BoardPlayer) else None
+    opponent_name = getattr(opp, "opponent_name", None) if opp is not None else None
     next_id, end_id = cfg.first_game, cfg.first_game + cfg.n_games
 
     def next_game() -> _Game | None:
@@ -397,12 +434,17 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                     opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
                     groups.append((opp, opp_rows, opp_temperature, False))
                 for net, rows, temperature, is_model in groups:
-                    if rows:
+                    if rows and board_player is not None and not is_model:
+                        _board_player_moves(board_player, [slots[i] for i in rows])
+                    elif rows:
                         logits, _ = net(features[rows])
                         _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model)
     finally:
         for module, training in was_training.items():
             module.training = training
+    if isinstance(opponent_name, str):
+        for record in records:
+            record.opponent_name = opponent_name
     records.sort(key=lambda r: r.game_id)
     seconds = time.perf_counter() - started
     stats = summarise(records)

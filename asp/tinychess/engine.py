@@ -1,0 +1,309 @@
+"""Stockfish (or another UCI engine) as an opponent of play_games, in this process or in asp's workers.
+
+:class:`EngineOpponent` is built from its config, ``EngineOpponent(EngineConfig(...))``, the
+way asp's workers rebuild a network from its class and ``cfg``; it has no weights. Each
+instance starts its engine on its first move: one single-threaded process (``Threads=1``,
+``Hash=16``) per instance, so one per worker process. It is closed by :meth:`close`, when
+the instance is garbage-collected, or when the process exits. A worker that is killed
+leaves no engine behind either: Stockfish quits at end of file on its standard input, and
+the kernel closes that pipe with the worker.
+
+:func:`~asp.tinychess.play.play_games` asks it for one move per game where it is to move
+(it is a :class:`~asp.tinychess.play.BoardPlayer`); the model's moves stay batched.
+
+Engine faults: an engine that exits, sends something that is not a legal move, or says
+nothing for ``move_timeout`` seconds (beyond ``time``) fails the game it was asked about.
+That game ends with result ``"*"`` (unknown: valid PGN) and termination ``"engine_failure"``;
+the failure is logged (event ``engine_failure``), the engine is killed, and a fresh one is
+started for the next move. Scores leave such games out and count them apart
+(:func:`~asp.tinychess.evaluate.match_result_of`): calling them either side's loss would
+measure the engine's plumbing, not the model. After ``max_failures`` failures in a row (no
+move answered in between) the opponent gives up with :class:`EngineFailed`.
+
+Games against an engine are not reproducible: below skill 20, Stockfish picks among its best
+moves with a random generator seeded by the clock.
+
+>>> EngineConfig(skill=3, nodes=50).describe()
+'stockfish skill 3 nodes 50'
+>>> EngineConfig(skill=21)
+Traceback (most recent call last):
+...
+asp.errors.ConfigError: EngineConfig.skill must be an int in 0..20, got 21
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+import threading
+import weakref
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import TypeVar
+
+import chess
+import chess.engine
+import structlog
+import torch
+from torch import nn
+
+from asp.errors import AspError, ConfigError, check_ints
+
+__all__ = ["ENGINE_DIRS", "EngineConfig", "EngineFailed", "EngineNotFound", "EngineOpponent", "find_engine"]
+
+log = structlog.get_logger("asp.tinychess.engine")
+
+T = TypeVar("T")
+
+ENGINE_DIRS = ("/usr/games", "/usr/local/games")
+"""Where Debian and Ubuntu install Stockfish (``apt-get install stockfish``): not on PATH."""
+
+_HASH_MB = 16  # a search of a few hundred nodes fills a fraction of it
+_START_TIMEOUT = 10.0  # seconds to start and set up an engine, at the least (a busy machine)
+_SLACK = 5.0  # seconds past a deadline before the event loop itself counts as stuck
+
+
+class EngineNotFound(ConfigError):
+    """The engine's executable is not where ``EngineConfig.path`` (``--engine``) says, or, with
+    no path, ``stockfish`` is neither on PATH nor in :data:`ENGINE_DIRS`."""
+
+
+class EngineFailed(AspError, RuntimeError):
+    """The engine failed ``EngineConfig.max_failures`` times in a row: the opponent gave up."""
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Which engine an :class:`EngineOpponent` runs, and how. Invalid values raise ConfigError."""
+
+    path: str | None = None
+    """The UCI engine's executable (a path, or a name on PATH); None: ``stockfish`` on PATH,
+    else in :data:`ENGINE_DIRS`. :class:`EngineOpponent` stores the path it found."""
+
+    skill: int = 0
+    """Stockfish's ``Skill Level``: 0 (weakest) to 20 (full strength)."""
+
+    nodes: int | None = 100
+    """Nodes searched per move (1 to 10**9), or None: no node limit."""
+
+    time: float | None = None
+    """Seconds of search per move (above 0, at most 60), or None: no time limit. At least
+    one of ``nodes`` and ``time`` must be set."""
+
+    move_timeout: float = 10.0
+    """Seconds the engine may stay silent, starting or on a move (beyond ``time``), before it
+    counts as hung (above 0, at most 3600)."""
+
+    max_failures: int = 3
+    """Engine failures in a row after which the opponent gives up (1 to 1000)."""
+
+    def __post_init__(self) -> None:
+        if self.path is not None and (not isinstance(self.path, str) or not self.path):
+            raise ConfigError(f"EngineConfig.path must be None or a non-empty path, got {self.path!r}")
+        check_ints("EngineConfig", self, (("skill", 0, 20), ("max_failures", 1, 1000)))
+        if self.nodes is not None:
+            check_ints("EngineConfig", self, (("nodes", 1, 10**9),))
+        for name, high in (("time", 60.0), ("move_timeout", 3600.0)):
+            value = getattr(self, name)
+            if value is None and name == "time":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high:
+                allowed = f"{'None or ' if name == 'time' else ''}a number of seconds in (0, {high:g}]"
+                raise ConfigError(f"EngineConfig.{name} must be {allowed}, got {value!r}")
+        if self.nodes is None and self.time is None:
+            raise ConfigError("EngineConfig.nodes and EngineConfig.time are both None: set a node or a time limit")
+
+    def limit(self) -> chess.engine.Limit:
+        """The search limit of one move."""
+        return chess.engine.Limit(nodes=self.nodes, time=self.time)
+
+    def describe(self) -> str:
+        """The engine in words, for records and PGN: ``stockfish skill 0 nodes 100``."""
+        name = re.sub(r"[^\w.+-]", "_", os.path.basename(self.path or "stockfish"))[:60] or "engine"
+        words = [name, f"skill {self.skill}"]
+        if self.nodes is not None:
+            words.append(f"nodes {self.nodes}")
+        if self.time is not None:
+            words.append(f"time {self.time:g}s")
+        return " ".join(words)
+
+
+def find_engine(path: str | None = None) -> str:
+    """The absolute path of the engine executable ``path`` names, or of Stockfish when None.
+
+    :raises EngineNotFound: no such executable; the message says where it looked.
+    """
+    if path is not None:
+        found = shutil.which(path)
+        if found is None:
+            raise EngineNotFound(f"--engine (EngineConfig.path): {path!r} is not an executable file")
+        return os.path.abspath(found)
+    found = shutil.which("stockfish") or shutil.which("stockfish", path=os.pathsep.join(ENGINE_DIRS))
+    if found is None:
+        raise EngineNotFound(
+            f"no Stockfish found: `stockfish` is neither on PATH nor in {' or '.join(ENGINE_DIRS)}; install it "
+            f"(Debian, Ubuntu: apt-get install stockfish) or give its path with --engine PATH (EngineConfig.path)"
+        )
+    return os.path.abspath(found)
+
+
+class _Engine:
+    """One engine process, driven by python-chess's asyncio protocol from a daemon thread.
+
+    Not python-chess's SimpleEngine: its thread is no daemon, so a process that ends without
+    closing it waits for it forever (interpreter shutdown joins such threads before atexit
+    handlers run), and its moves under a node limit have no deadline.
+    """
+
+    def __init__(self, path: str, options: Mapping[str, int], *, timeout: float) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"asp-engine {path}", daemon=True)
+        self._thread.start()
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._protocol: chess.engine.UciProtocol | None = None
+        self._closed = False
+        try:
+            # Its own process group: Ctrl-C in a terminal is for asp, which then closes the engine.
+            # Started, then initialised: an engine that never answers `uci` is killed and reaped too.
+            popen = chess.engine.UciProtocol.popen(path, setpgrp=True)
+            self._transport, self._protocol = self._run(popen, timeout)
+            self._run(self._protocol.initialize(), timeout)
+            if "Skill Level" not in self._protocol.options:
+                raise chess.engine.EngineError(f"{path} has no 'Skill Level' option, which EngineConfig.skill sets")
+            known = {name: value for name, value in options.items() if name in self._protocol.options}
+            self._run(self._protocol.configure(known), timeout)
+        except BaseException:
+            self.close(timeout=timeout, polite=False)
+            raise
+        self.pid: int = self._transport.get_pid()
+
+    def _run(self, aw: Awaitable[T], timeout: float) -> T:
+        """``aw``'s result from the engine's event loop; TimeoutError after ``timeout`` seconds."""
+        future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(aw, timeout), self._loop)
+        try:
+            return future.result(timeout + _SLACK)
+        except TimeoutError:
+            future.cancel()
+            raise
+
+    def play(self, board: chess.Board, limit: chess.engine.Limit, *, timeout: float) -> chess.Move:
+        """The engine's move on ``board``; TimeoutError if it says nothing for ``timeout`` seconds."""
+        assert self._protocol is not None
+        result = self._run(self._protocol.play(board.copy(), limit), timeout)
+        if result.move is None:
+            raise chess.engine.EngineError("the engine gave no move (bestmove (none))")
+        return result.move
+
+    async def _shutdown(self, *, polite: bool, seconds: float) -> None:
+        """Quit (``polite``), kill if still running, and wait for the exit: ``seconds`` for each."""
+        assert self._transport is not None and self._protocol is not None
+        if polite:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._protocol.quit(), seconds)
+        self._transport.close()  # kills the process if it is still running
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(self._protocol.returncode), seconds)
+
+    def close(self, *, timeout: float, polite: bool = True) -> None:
+        """Ask the engine to quit (``polite``), kill it if it has not, stop the event loop."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._run(self._shutdown(polite=polite, seconds=timeout), 2 * timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+
+def _close_engine(holder: list[_Engine | None], timeout: float, polite: bool = True) -> None:
+    engine, holder[0] = holder[0], None
+    if engine is not None:
+        engine.close(timeout=timeout, polite=polite)
+
+
+class EngineOpponent(nn.Module):
+    """A UCI engine (Stockfish) as play_games' opponent; see the module docstring.
+
+    ``EngineOpponent(cfg)`` finds the executable at once (:func:`find_engine`) and keeps its
+    path in ``self.cfg``, so that a worker rebuilding it from its cfg runs the same file; the
+    engine itself starts on the first move.
+
+    :raises EngineNotFound: no executable where ``cfg.path`` says, or no Stockfish.
+    """
+
+    def __init__(self, cfg: EngineConfig | None = None) -> None:
+        super().__init__()
+        cfg = cfg if cfg is not None else EngineConfig()
+        self.cfg = dataclasses.replace(cfg, path=find_engine(cfg.path))
+        self.opponent_name = self.cfg.describe()
+        """Who it is, in the records' ``opponent_name`` and PGN's ``Opponent`` tag."""
+        self.failures = 0
+        """Engine failures of this instance so far (in this process)."""
+        self._in_a_row = 0
+        self._limit = self.cfg.limit()
+        self._move_timeout = self.cfg.move_timeout + (self.cfg.time or 0.0)
+        self._start_timeout = max(self.cfg.move_timeout, _START_TIMEOUT)
+        # The finalizer must not hold self: it gets the holder of the engine, and runs at exit too.
+        self._engine: list[_Engine | None] = [None]
+        self._finalizer = weakref.finalize(self, _close_engine, self._engine, self._start_timeout)
+
+    @property
+    def engine_pid(self) -> int | None:
+        """The pid of the running engine process, or None when none is running."""
+        engine = self._engine[0]
+        return engine.pid if engine is not None else None
+
+    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
+        """The engine's move on ``board`` (a legal move), or None if the engine failed.
+
+        :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
+        """
+        starting = self._engine[0] is None
+        try:
+            engine = self._engine[0]
+            if engine is None:
+                options = {"Threads": 1, "Hash": _HASH_MB, "Skill Level": self.cfg.skill}
+                engine = self._engine[0] = _Engine(self.cfg.path or "", options, timeout=self._start_timeout)
+            starting = False
+            move = engine.play(board, self._limit, timeout=self._move_timeout)
+            if not board.is_legal(move):
+                raise chess.engine.EngineError(f"the engine played {move.uci()}, not a legal move")
+        except Exception as e:  # whatever it was, the game cannot go on with this engine
+            self._fail(game_id, e, starting=starting)
+            return None
+        self._in_a_row = 0
+        return move
+
+    def _fail(self, game_id: int, error: Exception, *, starting: bool) -> None:
+        self.failures += 1
+        self._in_a_row += 1
+        _close_engine(self._engine, self._start_timeout, polite=False)  # a broken engine is killed, not asked
+        if isinstance(error, TimeoutError) and starting:
+            reason = f"no answer within {self._start_timeout:g} s of starting"
+        elif isinstance(error, TimeoutError):
+            reason = f"no answer within {self._move_timeout:g} s"
+        else:
+            reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        log.warning("engine_failure", game_id=game_id, error=reason, engine=self.opponent_name,
+                    in_a_row=self._in_a_row)  # fmt: skip
+        if self._in_a_row >= self.cfg.max_failures:
+            raise EngineFailed(
+                f"{self.opponent_name} ({self.cfg.path}) failed {self._in_a_row} times in a row; the last: {reason}"
+            ) from error
+
+    def close(self) -> None:
+        """Stop the engine (it quits, or is killed). A later move starts a new one."""
+        _close_engine(self._engine, self._start_timeout)
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise TypeError("EngineOpponent plays from boards, not features: pass it to play_games as the opponent")
+
+    def extra_repr(self) -> str:
+        return f"{self.opponent_name!r}, path={self.cfg.path!r}"

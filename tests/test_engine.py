@@ -1,0 +1,361 @@
+"""A UCI engine as play_games' opponent: config errors, faults (fake engines that crash or
+hang), and Stockfish itself, in this process and in spawn workers.
+
+The fake engines are small Python scripts written into tmp_path that speak just enough UCI
+and play the first legal move (in UCI order). Each takes ~0.2 s to start; a hang costs the
+``move_timeout`` of 1 s. The Stockfish tests play a few short games at 50 nodes a move.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import chess
+import psutil
+import pytest
+import torch
+from test_pgn_extract import assert_pgn_extract_accepts
+from torch import nn
+
+from asp.errors import ConfigError
+from asp.sync import play_games_parallel
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games, write_pgn
+from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent, find_engine
+from asp.tinychess.evaluate import match_result_of
+from asp.tinychess.openings import match_openings
+from asp.tinychess.play import BoardPlayer
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+FAKE_ENGINE = """\
+#!{python}
+import sys, time
+import chess
+
+FAIL_AT, HOW = {fail_at}, {how!r}  # the go that fails (0: none), and how: exit or hang; mute: never starts
+board, goes = chess.Board(), 0
+for line in sys.stdin:
+    words = line.split()
+    if not words:
+        continue
+    if words[0] == "uci" and HOW == "mute":
+        time.sleep(3600)
+    if words[0] == "uci":
+        print("id name Fake")
+        print("option name Skill Level type spin default 20 min 0 max 20")
+        print("uciok", flush=True)
+    elif words[0] == "isready":
+        print("readyok", flush=True)
+    elif words[0] == "position":
+        rest = line.split(" moves ")
+        board = chess.Board() if words[1] == "startpos" else chess.Board(rest[0].split(" fen ")[1])
+        for uci in rest[1].split() if len(rest) > 1 else []:
+            board.push_uci(uci)
+    elif words[0] == "go":
+        goes += 1
+        if goes == FAIL_AT and HOW == "exit":
+            sys.exit(3)
+        if goes == FAIL_AT and HOW == "hang":
+            time.sleep(3600)
+        print("bestmove", min(m.uci() for m in board.legal_moves), flush=True)
+    elif words[0] == "quit":
+        break
+"""
+
+
+def fake_engine(tmp_path: Path, *, fail_at: int = 0, how: str = "exit") -> str:
+    """An executable fake UCI engine that fails (exits or hangs) at its ``fail_at``-th go."""
+    path = tmp_path / f"fake-{how}-{fail_at}"
+    path.write_text(FAKE_ENGINE.format(python=sys.executable, fail_at=fail_at, how=how))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def stockfish() -> str:
+    try:
+        return find_engine()
+    except EngineNotFound:
+        pytest.skip("Stockfish is not installed (apt-get install stockfish; CI installs it)")
+
+
+def engines_running(name: str) -> list[int]:
+    """Pids of live processes (not zombies) whose command line mentions ``name``."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(p.info["cmdline"] or [])
+        if name in cmdline and p.info["status"] != psutil.STATUS_ZOMBIE and p.pid != os.getpid():
+            found.append(p.pid)
+    return found
+
+
+def alive(process: psutil.Process) -> bool:
+    """Running and not a zombie (an exited process that nobody has reaped yet)."""
+    try:
+        return bool(process.status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+def tiny_model() -> TinyChess:
+    torch.manual_seed(0)
+    return TinyChess(ModelConfig(hidden=16, blocks=0))
+
+
+def failures(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in logs if e["event"] == "engine_failure"]
+
+
+# -- config -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field", "allowed"),
+    [
+        ({"skill": 21}, "skill", "0..20"),
+        ({"skill": -1}, "skill", "0..20"),
+        ({"skill": 1.5}, "skill", "0..20"),
+        ({"nodes": 0}, "nodes", "1..1000000000"),
+        ({"time": 0.0}, "time", "(0, 60]"),
+        ({"time": -1.0}, "time", "(0, 60]"),
+        ({"move_timeout": 0}, "move_timeout", "(0, 3600]"),
+        ({"max_failures": 0}, "max_failures", "1..1000"),
+        ({"path": ""}, "path", "non-empty"),
+        ({"nodes": None, "time": None}, "nodes", "node or a time limit"),
+    ],
+)
+def test_bad_engine_config_raises_config_error_naming_the_field(
+    kwargs: dict[str, Any], field: str, allowed: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"EngineConfig\.{field}") as info:
+        EngineConfig(**kwargs)
+    assert allowed in str(info.value)
+
+
+def test_a_time_limit_alone_is_a_valid_config_and_named() -> None:
+    cfg = EngineConfig(nodes=None, time=0.05, skill=5)
+    assert cfg.limit() == chess.engine.Limit(time=0.05)
+    assert cfg.describe() == "stockfish skill 5 time 0.05s"
+
+
+def test_a_missing_engine_is_a_one_line_error_naming_the_option(tmp_path: Path) -> None:
+    with pytest.raises(EngineNotFound, match=r"--engine \(EngineConfig.path\).*nope") as info:
+        EngineOpponent(EngineConfig(path=str(tmp_path / "nope")))
+    assert "\n" not in str(info.value)
+
+
+def test_no_stockfish_anywhere_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("asp.tinychess.engine.ENGINE_DIRS", (str(tmp_path / "games"),))
+    with pytest.raises(EngineNotFound, match="no Stockfish found") as info:
+        EngineOpponent()
+    assert "PATH" in str(info.value) and str(tmp_path / "games") in str(info.value) and "--engine" in str(info.value)
+
+
+def test_the_opponent_is_rebuilt_from_its_cfg_with_the_path_it_found(tmp_path: Path) -> None:
+    opponent = EngineOpponent(EngineConfig(path=fake_engine(tmp_path)))
+    assert isinstance(opponent, BoardPlayer)
+    assert opponent.cfg.path is not None and os.path.isabs(opponent.cfg.path)
+    assert type(opponent)(opponent.cfg).cfg == opponent.cfg  # what a worker does
+    assert opponent.state_dict() == {} and opponent.engine_pid is None  # no weights; no engine until a move
+    assert opponent.opponent_name.startswith("fake-exit-0 skill 0 nodes 100")
+
+
+# -- play_games with a board player -----------------------------------------------------------
+
+
+class FlakyPlayer(nn.Module):
+    """A board player with no process at all: the first legal move, or None in game 1."""
+
+    opponent_name = "flaky"
+
+    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
+        return None if game_id == 1 else min(board.legal_moves, key=lambda m: m.uci())
+
+
+def test_a_board_player_that_gives_no_move_ends_that_game_as_engine_failure() -> None:
+    records, stats = play_games(tiny_model(), FlakyPlayer(), PlayConfig(n_games=4, max_plies=10, samples=False))
+    assert [r.termination == "engine_failure" for r in records] == [False, True, False, False]
+    failed = records[1]
+    assert failed.result == "*" and failed.moves == []  # in odd ids the opponent is White: its first move failed
+    assert all(r.opponent_name == "flaky" for r in records)
+    result = match_result_of(records)
+    assert (result.games, result.engine_failures) == (3, 1)
+    assert "engine failures: 1 (not scored)" in result.describe()
+
+
+# -- faults -----------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
+    tmp_path: Path, logs: list[dict[str, Any]]
+) -> None:
+    path = fake_engine(tmp_path, fail_at=3, how="exit")
+    opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0))
+    # One game at a time, two engine moves a game: each engine plays games 2k (two moves) and
+    # crashes at its third, the first of game 2k + 1.
+    cfg = PlayConfig(n_games=4, max_plies=4, batch_size=1, openings=match_openings(), samples=False)
+    started = time.perf_counter()
+    try:
+        records, _ = play_games(tiny_model(), opponent, cfg)
+    finally:
+        opponent.close()
+    assert time.perf_counter() - started < 30
+    assert [r.termination for r in records] == ["max_plies", "engine_failure"] * 2
+    failed = [r for r in records if r.termination == "engine_failure"]
+    assert all(r.result == "*" and r.moves == [] for r in failed)
+    events = failures(logs)
+    assert [e["game_id"] for e in events] == [r.game_id for r in failed] == [1, 3]
+    assert opponent.failures == 2
+    assert all(e["log_level"] == "warning" and "EngineTerminatedError" in e["error"] for e in events)
+    result = match_result_of(records)
+    assert result.engine_failures == len(failed) and result.games == len(records) - len(failed)
+    assert engines_running(path) == []
+    # A game cut short by the engine is still a valid PGN game, result "*".
+    pgn = write_pgn(records, tmp_path / "failures.pgn", event="asp evaluation")
+    assert_pgn_extract_accepts(pgn, games=len(records))
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_that_hangs_fails_its_game_after_the_move_timeout_and_never_hangs_the_match(
+    tmp_path: Path, logs: list[dict[str, Any]]
+) -> None:
+    path = fake_engine(tmp_path, fail_at=3, how="hang")
+    opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0))
+    started = time.perf_counter()
+    try:
+        records, _ = play_games(tiny_model(), opponent, PlayConfig(n_games=2, max_plies=8, samples=False))
+    finally:
+        opponent.close()
+    seconds = time.perf_counter() - started
+    failed = [r for r in records if r.termination == "engine_failure"]
+    assert failed and all(r.result == "*" for r in failed)
+    events = failures(logs)
+    assert len(events) == opponent.failures >= len(failed)
+    assert all(e["error"] == "no answer within 1 s" for e in events)
+    assert seconds < 1.0 * len(events) + 20, seconds  # a second per hang, and the rest is quick
+    assert engines_running(path) == []  # the hung engines were killed
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_that_always_fails_makes_the_opponent_give_up_with_a_clear_error(
+    tmp_path: Path, logs: list[dict[str, Any]]
+) -> None:
+    path = fake_engine(tmp_path, fail_at=1, how="exit")
+    opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0, max_failures=2))
+    with pytest.raises(EngineFailed, match="failed 2 times in a row; the last: EngineTerminatedError"):
+        play_games(tiny_model(), opponent, PlayConfig(n_games=4, max_plies=10, samples=False))
+    assert len(failures(logs)) == 2
+    assert engines_running(path) == []
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_that_never_starts_is_killed_and_counts_as_a_failure(
+    tmp_path: Path, logs: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("asp.tinychess.engine._START_TIMEOUT", 1.0)
+    path = fake_engine(tmp_path, how="mute")
+    opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0, max_failures=1))
+    with pytest.raises(EngineFailed, match="failed 1 times in a row; the last: no answer within 1 s of starting"):
+        opponent.play_board(chess.Board(), game_id=5)
+    assert [(e["game_id"], e["error"]) for e in failures(logs)] == [(5, "no answer within 1 s of starting")]
+    assert engines_running(path) == [] and opponent.engine_pid is None
+
+
+# -- Stockfish --------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
+    stockfish()
+    opponent = EngineOpponent(EngineConfig(nodes=50))
+    cfg = PlayConfig(n_games=4, max_plies=20, openings=match_openings(), samples=False, model_version=7)
+    try:
+        records, stats = play_games(tiny_model(), opponent, cfg)
+        pid = opponent.engine_pid
+        assert pid is not None
+        engine = psutil.Process(pid)
+        assert engine.name().startswith("stockfish")
+    finally:
+        opponent.close()
+    assert stats["games"] == 4 and "engine_failure" not in stats["terminations"]
+    assert all(r.opponent_name == "stockfish skill 0 nodes 50" for r in records)
+    assert {(r.white, r.black) for r in records} == {("model", "opponent"), ("opponent", "model")}
+    assert not alive(engine)
+    assert match_result_of(records).games == 4
+
+
+@pytest.mark.timeout(120)
+def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_the_worker(
+    children: Callable[[], list[int]], logs: list[dict[str, Any]]
+) -> None:
+    stockfish()
+    engines: dict[int, tuple[psutil.Process, int]] = {}  # pid: (process, parent pid), as seen while playing
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for p in psutil.Process().children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    if p.name().startswith("stockfish"):
+                        engines.setdefault(p.pid, (p, p.ppid()))
+            done.wait(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    opponent = EngineOpponent(EngineConfig(nodes=50))
+    cfg = PlayConfig(n_games=8, max_plies=20, openings=match_openings(), samples=False, batch_size=2)
+    try:
+        records, stats = play_games_parallel(tiny_model(), opponent, cfg, workers=2, shard_games=2)
+    finally:
+        done.set()
+        watcher.join()
+    assert [r.game_id for r in records] == list(range(8))
+    assert all(r.opponent_name == "stockfish skill 0 nodes 50" and r.termination != "engine_failure" for r in records)
+    assert opponent.engine_pid is None  # the workers played: this process started no engine
+    parents = [parent for _, parent in engines.values()]
+    # Engines ran under the workers, one per worker for all its shards (4 shards, 2 workers).
+    assert 1 <= len(parents) == len(set(parents)) <= 2 and os.getpid() not in parents, engines
+    assert not any(alive(p) for p, _ in engines.values())  # closed with their workers
+    assert children() == []
+    assert not [e for e in logs if e["event"] == "worker_killed"]  # the workers exited by themselves
+
+
+@pytest.mark.timeout(60)
+def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
+    """Stockfish quits at end of file on its input, which the kernel closes with a killed owner."""
+    stockfish()
+    script = textwrap.dedent("""
+        import chess, sys, time
+        from asp.tinychess.engine import EngineConfig, EngineOpponent
+        opponent = EngineOpponent(EngineConfig(nodes=50))
+        opponent.play_board(chess.Board(), game_id=0)
+        print(opponent.engine_pid, flush=True)
+        time.sleep(60)
+    """)
+    owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None
+        engine = psutil.Process(int(owner.stdout.readline()))
+        assert alive(engine)
+        owner.send_signal(signal.SIGKILL)
+    finally:
+        owner.kill()
+        owner.wait(10)
+        if owner.stdout is not None:
+            owner.stdout.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and alive(engine):
+        time.sleep(0.05)
+    assert not alive(engine)
