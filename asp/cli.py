@@ -2,7 +2,8 @@
 
 * ``asp train``: the main job, a pipelined TinyChess training run with a live display;
 * ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
-* ``asp eval``: a checkpoint's score against a uniformly random mover, with its Elo;
+* ``asp eval``: a checkpoint's score against a uniformly random mover, Stockfish or another
+  checkpoint, with its Elo;
 * ``asp show``: a position of a game in a PGN file as an SVG board (last move, check).
 
 >>> import tempfile
@@ -18,17 +19,21 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import re
 import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from asp.errors import AspError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
+
+if TYPE_CHECKING:
+    from asp.tinychess.engine import EngineConfig
 
 __all__ = ["main"]
 
@@ -75,13 +80,34 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
     play.add_argument("--out", default="selfplay.pgn", help="PGN file to write (default selfplay.pgn)")
 
-    ev = sub.add_parser("eval", help="score a checkpoint against a uniformly random mover")
-    ev.add_argument("checkpoint", help="checkpoint file or run directory")
+    ev = sub.add_parser("eval", help="score a checkpoint against a random mover, Stockfish or another checkpoint")
+    ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
+    ev.add_argument(
+        "--vs",
+        default="random",
+        metavar="random|stockfish|RUN2",
+        help="the opponent: the uniformly random mover (default), Stockfish, or another checkpoint file or run "
+        "directory (./random for a directory of that name)",
+    )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
     ev.add_argument("--temperature", type=float, default=0.1, help="the model's sampling temperature (0: greedy)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games")
     ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
-    ev.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
+    ev.add_argument(
+        "--workers", type=int, default=1, help="worker processes, each with its own engine (1: play in this process)"
+    )
+    ev.add_argument("--skill", type=int, help="--vs stockfish: its Skill Level, 0 to 20 (default 0)")
+    ev.add_argument("--nodes", type=int, help="--vs stockfish: nodes searched per move (default 100)")
+    ev.add_argument("--move-time", type=float, help="--vs stockfish: seconds per move (default: the node limit only)")
+    ev.add_argument(
+        "--engine",
+        metavar="PATH",
+        help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games)",
+    )
+    ev.add_argument(
+        "--from-start", action="store_true", help="start every game from the initial position, not the bundled openings"
+    )
+    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file")
 
     show = sub.add_parser("show", help="draw a position of a PGN game as an SVG board")
     show.add_argument("pgn", metavar="GAMES.pgn", help="PGN file (asp play, or games/iter-NNNN.pgn of a run)")
@@ -131,31 +157,87 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
+_ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
+"""EngineConfig's fields and the ``asp eval`` options that set them."""
+
+
+def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
+    """The EngineConfig of ``--vs stockfish``, its errors naming the options; None for other opponents."""
+    from asp.errors import ConfigError
+    from asp.tinychess.engine import EngineConfig
+
+    given = [option for option in _ENGINE_OPTIONS.values() if getattr(args, option[2:].replace("-", "_")) is not None]
+    if args.vs != "stockfish":
+        if given:
+            raise ConfigError(f"{given[0]} applies to --vs stockfish only, not --vs {args.vs}")
+        return None
+    try:
+        return EngineConfig(
+            path=args.engine,
+            skill=0 if args.skill is None else args.skill,
+            nodes=args.nodes if args.nodes is not None or args.move_time is not None else 100,
+            time=args.move_time,
+        )
+    except ConfigError as e:
+        message = re.sub(r"EngineConfig\.(\w+)", lambda m: _ENGINE_OPTIONS.get(m[1], m[0]), str(e))
+        raise ConfigError(message) from None
+
+
+def _checkpoint_name(path: str, version: int) -> str:
+    """A checkpoint as an opponent, in words fit for a PGN tag: ``asp model v3 of RUN``."""
+    where = Path(path).resolve()
+    run = where.name if where.is_dir() else where.parent.name
+    return f"asp model v{version} of " + (re.sub(r"[^\w.+-]", "_", run)[:80] or "a run")
+
+
 def _eval(args: argparse.Namespace) -> int:
     from asp.sync import play_games_parallel
-    from asp.tinychess import PlayConfig
-    from asp.tinychess.evaluate import elo_from_score
+    from asp.tinychess import PlayConfig, write_pgn
+    from asp.tinychess.engine import EngineOpponent
+    from asp.tinychess.evaluate import match_result_of
+    from asp.tinychess.openings import match_openings
     from asp.tinychess.opponents import RandomMover
     from asp.tinychess.run import model_from_checkpoint
 
+    engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
     model, state = model_from_checkpoint(args.checkpoint)
+    opponent: torch.nn.Module
+    opponent_version = 0
+    if args.vs == "random":
+        opponent, name, described = RandomMover(), "random", "a random mover"
+    elif engine_cfg is not None:
+        engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
+        opponent, name = engine, engine.opponent_name
+        described = name
+    else:
+        opponent, opponent_state = model_from_checkpoint(args.vs)
+        opponent_version = opponent_state["version"]
+        name = _checkpoint_name(args.vs, opponent_version)
+        described = f"{args.vs} (version {opponent_version})"
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
         max_plies=args.max_plies,
         temperature=args.temperature,
-        opponent_temperature=1.0,
+        # The random mover samples uniformly at any temperature above 0; another checkpoint
+        # samples at the model's temperature; an engine has none.
+        opponent_temperature=1.0 if args.vs == "random" else None,
+        openings=() if args.from_start else match_openings(),
         model_version=state["version"],
+        opponent_version=opponent_version,
         samples=False,
     )
-    records, stats = play_games_parallel(model, RandomMover(), cfg, workers=args.workers)
-    draws = sum(1 for r in records if r.result == "1/2-1/2")
-    wins = sum(1 for r in records if r.model_score() == 1.0)
-    elo = elo_from_score(stats["score"], n_games=len(records), draw_ratio=draws / len(records))
+    try:
+        records, _ = play_games_parallel(model, opponent, cfg, workers=args.workers)
+    finally:
+        if isinstance(opponent, EngineOpponent):
+            opponent.close()  # the engine of this process (workers close their own)
+    if args.pgn:
+        write_pgn(records, args.pgn, event="asp evaluation", opponent=name)
+    result = match_result_of(records)
     print(
-        f"{args.checkpoint} (version {state['version']}) against a random mover: score {stats['score']:.3f} "
-        f"(+{wins} ={draws} -{len(records) - wins - draws} of {len(records)}), "
-        f"Elo {elo.elo:+.0f} [95%: {elo.elo_low:+.0f}, {elo.elo_high:+.0f}]"
+        f"{args.checkpoint} (version {state['version']}) against {described}: "
+        f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
     )
     return 0
 

@@ -1,0 +1,176 @@
+"""``asp eval RUN --vs random|stockfish|RUN2``: its line, its PGN, and its usage errors.
+
+The checkpoints are written directly in the format ``asp train`` saves (``checkpoint_state``
+of a Trainer on a 16-wide, block-less TinyChess): a training run would cost ~20 s each, and
+these tests are about the evaluation. The command runs in this process (``main``), except once
+as a subprocess, the way a user runs it.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import chess.pgn
+import pytest
+import torch
+from test_pgn_extract import assert_pgn_extract_accepts
+
+from asp.atomic import save_atomic
+from asp.cli import main
+from asp.tinychess.engine import EngineNotFound, find_engine
+from asp.tinychess.model import ModelConfig, TinyChess
+from asp.tinychess.run import CHECKPOINT, RunConfig, checkpoint_state
+from asp.tinychess.train import Trainer
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+LINE = (
+    r"\(version {version}\) against {opponent}: score (\d\.\d{{3}}) \(\+(\d+) =(\d+) -(\d+) of {games}\), "
+    r"Elo ([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]"
+)
+
+
+def make_run(path: Path, *, version: int, seed: int) -> Path:
+    """A run directory holding a checkpoint of model ``version`` (an untrained tiny TinyChess)."""
+    torch.manual_seed(seed)
+    cfg = RunConfig(seed=seed, model=ModelConfig(hidden=16, blocks=0))
+    trainer = Trainer(TinyChess(cfg.model), cfg.train)
+    path.mkdir(parents=True)
+    save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version, play_weights=None),
+                path / CHECKPOINT)  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("runs")
+    return make_run(base / "first", version=3, seed=1), make_run(base / "second", version=5, seed=2)
+
+
+def stockfish() -> None:
+    try:
+        find_engine()
+    except EngineNotFound:
+        pytest.skip("Stockfish is not installed (apt-get install stockfish; CI installs it)")
+
+
+def games_of(path: Path) -> list[chess.pgn.Game]:
+    stream = io.StringIO(path.read_text(encoding="utf-8"))
+    games = []
+    while (game := chess.pgn.read_game(stream)) is not None:
+        games.append(game)
+    return games
+
+
+def eval_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(["eval", *argv]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out.strip()
+    assert "\n" not in out, out
+    return out
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(["eval", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("asp eval: ") and "\n" not in err, err
+    return err
+
+
+def check_counts(found: re.Match[str], games: int) -> None:
+    score = float(found.group(1))
+    wins, draws, losses = (int(found.group(i)) for i in (2, 3, 4))
+    elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
+    assert wins + draws + losses == games
+    assert score == pytest.approx((wins + 0.5 * draws) / games, abs=1e-3)
+    assert low <= elo <= high
+
+
+@pytest.mark.timeout(120)
+def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pgn(
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stockfish()
+    pgn = tmp_path / "eval.pgn"
+    argv = [str(runs[0]), "--vs", "stockfish", "--games", "4", "--nodes", "50", "--max-plies", "20",
+            "--workers", "2", "--pgn", str(pgn)]  # fmt: skip
+    line = eval_line(capsys, argv)
+    found = re.search(LINE.format(version=3, opponent="stockfish skill 0 nodes 50", games=4), line)
+    assert found and line.endswith(f"; engine failures: 0; wrote {pgn}"), line
+    check_counts(found, 4)
+    games = games_of(pgn)
+    assert [g.headers["Opponent"] for g in games] == ["stockfish skill 0 nodes 50"] * 4
+    assert {g.headers["Event"] for g in games} == {"asp evaluation"}
+    # Each of the first two openings, with the model as White and then as Black.
+    assert [g.headers["White"] == "asp model v3" for g in games] == [True, False, True, False]
+    assert games[0].headers["FEN"] == games[1].headers["FEN"] != games[2].headers["FEN"]
+    assert_pgn_extract_accepts(pgn, games=4)
+
+
+@pytest.mark.timeout(60)
+def test_eval_against_another_checkpoint_names_it_with_its_version(
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pgn = tmp_path / "match.pgn"
+    first, second = runs
+    line = eval_line(capsys, [str(first), "--vs", str(second), "--games", "4", "--max-plies", "20", "--pgn", str(pgn)])
+    found = re.search(LINE.format(version=3, opponent=re.escape(f"{second} (version 5)"), games=4), line)
+    assert found, line
+    check_counts(found, 4)
+    games = games_of(pgn)
+    assert {g.headers["Opponent"] for g in games} == {"asp model v5 of second"}
+    assert {g.headers["OpponentVersion"] for g in games} == {"5"} and {g.headers["ModelVersion"] for g in games} == {
+        "3"
+    }
+
+
+@pytest.mark.timeout(60)
+def test_eval_against_the_random_mover_is_the_default(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = eval_line(capsys, [str(runs[0]), "--games", "4", "--max-plies", "10", "--from-start"])
+    found = re.search(LINE.format(version=3, opponent="a random mover", games=4), line)
+    assert found and "engine failures" not in line, line
+    check_counts(found, 4)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--vs", "stockfish", "--skill", "25"], "--skill must be an int in 0..20, got 25"),
+        (["--vs", "stockfish", "--nodes", "0"], "--nodes must be an int in 1..1000000000, got 0"),
+        (["--vs", "stockfish", "--move-time", "-1"], "--move-time must be None or a number of seconds"),
+        (["--skill", "3"], "--skill applies to --vs stockfish only, not --vs random"),
+    ],
+)
+def test_bad_engine_options_are_usage_errors_naming_the_option(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str], options: list[str], named: str
+) -> None:
+    assert named in usage_error(capsys, [str(runs[0]), *options])
+
+
+def test_a_missing_engine_is_a_one_line_usage_error(
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    err = usage_error(capsys, [str(runs[0]), "--vs", "stockfish", "--engine", str(tmp_path / "nope")])
+    assert "--engine" in err and "nope" in err
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr("asp.tinychess.engine.ENGINE_DIRS", (str(tmp_path / "games"),))
+    err = usage_error(capsys, [str(runs[0]), "--vs", "stockfish"])
+    assert "no Stockfish found" in err and "--engine PATH" in err
+
+
+@pytest.mark.timeout(60)
+def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path, Path], tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "asp.cli", "eval", str(runs[0]), "--vs", "stockfish", "--skill", "21"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "asp eval: --skill must be an int in 0..20, got 21", result.stderr
