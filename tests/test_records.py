@@ -226,6 +226,17 @@ def test_summarise_hand_made_records() -> None:
     assert [r.model_score() for r in records] == [1.0, 0.0, 0.5, 1.0]
 
 
+def test_an_unfinished_game_counts_for_neither_side() -> None:
+    failed = [
+        _record(0, ["e2e4"], result="*", termination="engine_failure", white=MODEL, black=OPPONENT),
+        _record(1, ["e2e4"], result="*", termination="engine_failure", white=OPPONENT, black=MODEL),
+    ]
+    won = _record(2, ["e2e4"], result="1-0", termination="checkmate", white=MODEL, black=OPPONENT)
+    assert [r.model_score() for r in failed] == [None, None]
+    assert summarise([*failed, won])["score"] == 1.0  # not 0.5 or 1/3: the failures are left out
+    assert summarise(failed)["score"] is None
+
+
 def test_summarise_self_play_has_no_score() -> None:
     stats = summarise([_record(0, result="1-0"), _record(1, ["d2d4"])])
     assert stats["score"] is None

@@ -79,7 +79,8 @@ class GameRecord:
     """The moves in UCI notation, from :attr:`start_fen`."""
 
     result: str
-    """``"1-0"``, ``"0-1"`` or ``"1/2-1/2"``."""
+    """``"1-0"``, ``"0-1"``, ``"1/2-1/2"``, or ``"*"`` for a game that could not be finished
+    (termination ``"engine_failure"``: the engine opponent failed)."""
 
     termination: str
     """Why the game ended: ``checkmate``, ``stalemate``, ``insufficient_material``,
@@ -120,8 +121,9 @@ class GameRecord:
         return dataclasses.replace(self, samples=None)
 
     def model_score(self) -> float | None:
-        """Points the model scored (1, 0.5 or 0), or ``None`` in self-play."""
-        if self.white == self.black:
+        """Points the model scored (1, 0.5 or 0), or ``None`` in self-play and in an unfinished
+        game (result ``"*"``), which counts for neither side."""
+        if self.white == self.black or self.result == "*":
             return None
         if self.result == "1/2-1/2":
             return 0.5
@@ -133,7 +135,8 @@ def summarise(records: Sequence[GameRecord]) -> dict[str, Any]:
     """Counts and rates over ``records``.
 
     ``score`` is the model's mean points per game against the opponent (``None`` in
-    self-play or with no games).
+    self-play or with no games), over its finished games: an unfinished one (result ``"*"``)
+    is left out.
 
     >>> summarise([])["games"]
     0
