@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 4)")
     train.add_argument("--eval-games", type=int, help="games per evaluation (default 200)")
     train.add_argument("--sequential", action="store_true", help="do not overlap play and training")
+    train.add_argument(
+        "--max-staleness",
+        type=int,
+        help="versions a game may lag behind the weights that train on it (0-16; default 1: the next "
+        "iteration is played while training; N >= 2: self-play runs up to N iterations ahead)",
+    )
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
@@ -264,6 +270,7 @@ def _train_config(args: argparse.Namespace) -> Any:
         ("max_plies", "max_plies"),
         ("eval_every", "eval_every"),
         ("eval_games", "eval_games"),
+        ("max_staleness", "max_staleness"),
     ):
         if getattr(args, option) is not None:
             changes[name] = getattr(args, option)
@@ -304,7 +311,7 @@ def _train(args: argparse.Namespace) -> int:
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     if args.backend == "local":
         budget = split_cores(
-            overlap=cfg.overlap,
+            overlap=cfg.overlap and cfg.max_staleness >= 1,
             workers=args.workers,
             threads_per_worker=args.threads_per_worker,
             trainer_threads=args.trainer_threads,

@@ -90,7 +90,8 @@ class IterationReport:
     overlap_seconds: float
     """Time during which this iteration's training and self-play (of later iterations) ran together."""
     wall_seconds: float
-    """Wall time of the iteration, from the end of the previous report to the end of training."""
+    """Wall time of the iteration, from the previous report (so including what the caller did
+    with it) to the end of training: the walls of a run add up to its wall time."""
     next_play_weights: nn.Module | None = None
     """Overlapped runs: the weights that play the next iteration (also after the last
     iteration, for a run extended later); ``pending_plays[0]``'s. None when sequential."""
@@ -100,7 +101,9 @@ class IterationReport:
     the run stops here; a checkpoint that keeps these lets a resumed run play those iterations
     again with the same weights (``Pipeline.run(first_plays=...)``)."""
     worker_idle_seconds: float = 0.0
-    """Worker-seconds, summed over the workers, spent outside any shard during ``wall_seconds``."""
+    """Worker-seconds, summed over the workers, spent outside any shard during ``wall_seconds``
+    (shards of any call of the SelfPlay count as busy, an evaluation's too; a shard counts when
+    its result arrives)."""
     trainer_idle_seconds: float = 0.0
     """Seconds of ``wall_seconds`` during which the trainer was not training."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -195,7 +198,6 @@ class Pipeline:
         self.max_staleness = max_staleness if overlap else 0
         self.overlap = self.max_staleness >= 1
         self.on_shard = on_shard
-        self._busy = 0.0  # worker-seconds inside shards, as shards come back
 
     async def _play(self, iteration: int, version: int, weights: nn.Module) -> tuple[list[Any], dict[str, Any]]:
         cfg = self.play_cfg(iteration, version)
@@ -205,7 +207,6 @@ class Pipeline:
         async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
             async for shard in shards:
                 worker_seconds += shard.seconds
-                self._busy += shard.seconds
                 for record in shard.records:
                     by_id.setdefault(record.game_id, record)
                 if self.on_shard is not None:
@@ -300,7 +301,7 @@ class Pipeline:
         player = _Task(asyncio.create_task(self._player(run), name=f"asp-play-{start}"))
         error: BaseException | None = None
         try:
-            boundary, busy_before = time.perf_counter(), self._busy
+            boundary, busy_before = time.perf_counter(), self.selfplay.busy_seconds
             for iteration in range(start, end):
                 done = await self._next_done(run, player)
                 assert done.iteration == iteration and done.ended is not None
@@ -321,7 +322,7 @@ class Pipeline:
                     pending.append(run.after_last)
                 overlap = sum(_overlap(p, train_started, train_ended) for p in run.begun)
                 wall = train_ended - boundary
-                busy = self._busy - busy_before
+                busy = self.selfplay.busy_seconds - busy_before
                 report = IterationReport(
                     iteration=iteration,
                     version_played=done.version,
@@ -347,7 +348,7 @@ class Pipeline:
                          worker_idle_seconds=round(report.worker_idle_seconds, 3),
                          trainer_idle_seconds=round(report.trainer_idle_seconds, 3))  # fmt: skip
                 yield report
-                boundary, busy_before = time.perf_counter(), self._busy
+                boundary, busy_before = time.perf_counter(), self.selfplay.busy_seconds
         except BaseException as e:
             error = e
             raise

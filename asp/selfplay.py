@@ -257,6 +257,13 @@ class SelfPlay:
         self._lock: asyncio.Lock | None = None
         self._owner: asyncio.Task[Any] | None = None
         self._idle_deaths = [0] * workers
+        self._busy = 0.0
+
+    @property
+    def busy_seconds(self) -> float:
+        """Seconds the workers have spent inside shards whose results were taken, summed over
+        workers, since this SelfPlay started (every call: play, stream, evaluation...)."""
+        return self._busy
 
     @property
     def pids(self) -> list[int | None]:
@@ -589,6 +596,7 @@ class SelfPlay:
         if exc is None:
             out = fut.result()
             self._idle_deaths[flight.slot] = 0
+            self._busy += out.seconds
             played = flight.played(out.offers_taken)
             queue.extendleft(reversed(flight.offers[out.offers_taken :]))  # offered, never taken
             games = sum(s.cfg.n_games for s in played)

@@ -143,6 +143,11 @@ def sequential(tmp_path_factory: pytest.TempPathFactory) -> ResumeRuns:
     return resume_runs(tmp_path_factory.mktemp("sequential"), "--sequential")
 
 
+@pytest.fixture(scope="module")
+def continuous(tmp_path_factory: pytest.TempPathFactory) -> ResumeRuns:
+    return resume_runs(tmp_path_factory.mktemp("continuous"), "--max-staleness", "2")
+
+
 @pytest.fixture
 def run_copy(overlapped: ResumeRuns, tmp_path: Path) -> Path:
     """A copy of the finished 2-iteration run, to spoil."""
@@ -259,6 +264,30 @@ def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run
     )
     # Every entry: the weights playing the next iteration, optimizer, random states, trainer steps.
     assert differences(whole, split) == []
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_a_continuous_run_resumes_with_the_weights_of_the_plays_that_had_begun(continuous: ResumeRuns) -> None:
+    _assert_resumed_run_is_complete(continuous)
+    # Self-play may run two versions ahead: iteration 1, and the iteration after the last, are
+    # begun by version 0 as soon as iteration 0 is played. The checkpoint keeps those weights.
+    pending = continuous.first_checkpoint["pending_plays"]
+    assert [p["version"] for p in pending] == [0]
+    assert differing_tensors(pending[0]["weights"], continuous.first_checkpoint["play_weights"]) == []
+    whole_lines, split_lines = metrics(continuous.whole), metrics(continuous.split)
+    assert [(m["version_played"], m["staleness"]) for m in whole_lines] == [(0, 0), (0, 1)]
+    assert [(m["version_played"], m["staleness"]) for m in split_lines] == [(0, 0), (0, 1)]
+    for line in whole_lines:
+        assert line["time/worker_idle_core_s"] >= 0 and line["time/trainer_idle_core_s"] >= 0
+        assert 0 <= line["time/workers_busy"] <= 1
+    whole, split = checkpoint(continuous.whole), checkpoint(continuous.split)
+    assert differing_tensors(whole["model"], split["model"]) == []
+    # The iteration after the last is begun by the newest version there is once iteration 1 has
+    # been played: 0 or 1 in the uninterrupted run (training on iteration 0 races that play),
+    # 1 in the resumed one, which began with version 1. Continuous self-play depends on timing:
+    # what is replayed exactly is the plays that had begun.
+    assert [p["version"] for p in whole["pending_plays"]] in ([0], [1])
+    assert [p["version"] for p in split["pending_plays"]] == [1]
 
 
 # -- (c) interruption ------------------------------------------------------------------------

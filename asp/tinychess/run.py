@@ -10,9 +10,9 @@ A run directory holds::
     curves.png       losses, score against a random mover, plies/s
 
 A checkpoint holds the model and optimizer, the index of the next iteration, the model's
-version, the weights that were already playing the next iteration (overlapped runs), the
-trainer's and torch's random states and the config, so ``--resume`` replays the interrupted
-iteration with the same weights and seeds.
+version, the versions and weights of the iterations whose self-play had begun (overlapped
+runs), the trainer's and torch's random states and the config, so ``--resume`` plays those
+iterations again with the same weights and seeds.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ __all__ = [
     "checkpoint_state",
     "load_checkpoint",
     "model_from_checkpoint",
+    "pending_plays",
 ]
 
 CHECKPOINT = "checkpoint.pt"
@@ -71,7 +72,11 @@ class RunConfig:
     play_batch: int = 64
     """Games played at once in each worker."""
     overlap: bool = True
-    """Play iteration k+1 while training on k (staleness one version)."""
+    """Play later iterations while training (False: sequential, as ``max_staleness=0``)."""
+    max_staleness: int = 1
+    """The most versions a game may lag behind the weights that train on it (0 to 16): 1 plays
+    iteration k+1 while training on k; N >= 2 lets self-play run up to N iterations ahead of
+    a slow trainer (see :class:`asp.Pipeline`)."""
     eval_every: int = 4
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 200
@@ -93,6 +98,7 @@ class RunConfig:
                 ("seed", 0, 2**31 - 1),
                 ("eval_every", 1, 10**6),
                 ("eval_games", 1, 10**6),
+                ("max_staleness", 0, 16),
             ),
         )
         # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
@@ -176,11 +182,14 @@ def checkpoint_state(
     next_iteration: int,
     version: int,
     play_weights: dict[str, Any] | None,
+    pending_plays: list[tuple[int, dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint of a completed iteration, as a copy: training on afterwards cannot change it.
 
     A state_dict holds the live tensors; the copy lets another thread write the checkpoint
-    while this one goes on.
+    while this one goes on. ``pending_plays`` are the ``(version, state_dict)`` of the later
+    iterations whose self-play had begun (``play_weights``, the first one's, stays for older
+    readers).
     """
     return {
         "format": FORMAT,
@@ -191,6 +200,7 @@ def checkpoint_state(
         "model": _detached(trainer.model.state_dict()),
         "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
         "play_weights": None if play_weights is None else _detached(play_weights),
+        "pending_plays": [{"version": v, "weights": _detached(w)} for v, w in pending_plays or []],
         "trainer_rng": trainer.rng.getstate(),
         "trainer_steps": trainer.steps,
         "torch_rng": torch.get_rng_state(),
@@ -212,6 +222,19 @@ def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict
     model.load_state_dict(data["model"])
     model.eval()
     return model, data
+
+
+def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The ``(version, state_dict)`` of the plays a checkpoint says had begun, in order.
+
+    A checkpoint written before ``pending_plays`` existed has only ``play_weights``: the next
+    iteration's, one version older than the checkpoint's.
+    """
+    if "pending_plays" in state:
+        return [(int(p["version"]), p["weights"]) for p in state["pending_plays"]]
+    if state.get("play_weights") is not None:
+        return [(int(state["version"]) - 1, state["play_weights"])]
+    return []
 
 
 class RunDir:

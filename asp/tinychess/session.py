@@ -29,7 +29,7 @@ from asp.tinychess.evaluate import elo_from_score
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.records import write_pgn
-from asp.tinychess.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint
+from asp.tinychess.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
 from asp.tinychess.train import Trainer
 
 __all__ = ["evaluate_vs_random", "train_session"]
@@ -64,7 +64,7 @@ async def evaluate_vs_random(
     }
 
 
-def _metrics_line(report: IterationReport) -> dict[str, Any]:
+def _metrics_line(report: IterationReport, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
     stats = report.play_stats
     line: dict[str, Any] = {
         "iteration": report.iteration,
@@ -82,11 +82,13 @@ def _metrics_line(report: IterationReport) -> dict[str, Any]:
         "time/overlap": report.overlap_seconds,
         "time/wall": report.wall_seconds,
     }
-    worker_seconds, workers = stats.get("worker_seconds"), stats.get("workers")
-    if worker_seconds is not None and workers and report.wall_seconds > 0:
-        # The share of the iteration's wall time the workers spent inside shards (its games were
-        # played during the previous iteration's training when overlapped: the run's average holds).
-        line["time/workers_busy"] = worker_seconds / (workers * report.wall_seconds)
+    workers = stats.get("workers")
+    if workers and report.wall_seconds > 0:
+        # The share of the iteration's wall time the workers spent inside shards (any shard:
+        # self-play of whichever iteration, evaluation), and the cores left idle.
+        line["time/workers_busy"] = 1.0 - report.worker_idle_seconds / (workers * report.wall_seconds)
+        line["time/worker_idle_core_s"] = report.worker_idle_seconds * worker_threads
+        line["time/trainer_idle_core_s"] = report.trainer_idle_seconds * trainer_threads
     line.update(report.train_metrics)
     return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in line.items()}
 
@@ -133,7 +135,8 @@ async def _session(
     torch.manual_seed(cfg.seed)
     model = TinyChess(cfg.model)
     trainer = Trainer(model, cfg.train)
-    start, version, first_play = 0, 0, None
+    start, version = 0, 0
+    first_plays: list[tuple[int, torch.nn.Module]] = []
     if resume and run.checkpoint.exists():
         state = load_checkpoint(run.checkpoint)
         try:
@@ -141,9 +144,10 @@ async def _session(
             trainer.optimizer.load_state_dict(state["optimizer"])
             trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
             trainer.steps = state["trainer_steps"]
-            if state["play_weights"] is not None:
-                first_play = TinyChess(cfg.model)
-                first_play.load_state_dict(state["play_weights"])
+            for played_by, weights in pending_plays(state):
+                playing = TinyChess(cfg.model)
+                playing.load_state_dict(weights)
+                first_plays.append((played_by, playing))
             # Last: building a model draws from torch's generator.
             torch.set_rng_state(state["torch_rng"])
         except (KeyError, RuntimeError, ValueError, TypeError) as e:
@@ -174,20 +178,28 @@ async def _session(
             LoopWatch() as watch,
         ):
             pipeline = Pipeline(
-                selfplay, model, train=trainer.train, play_cfg=cfg.play_cfg, overlap=cfg.overlap, on_shard=on_shard
+                selfplay,
+                model,
+                train=trainer.train,
+                play_cfg=cfg.play_cfg,
+                overlap=cfg.overlap,
+                max_staleness=cfg.max_staleness,
+                on_shard=on_shard,
             )
-            reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_play=first_play)
+            reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_plays=first_plays)
             async with contextlib.aclosing(reports):
                 async for report in reports:
                     # Nothing trains until the next report is asked for: this is the state after
-                    # training on this iteration, copied before any thread writes it.
-                    next_weights = report.next_play_weights
+                    # training on this iteration, copied before any thread writes it. (The
+                    # weights of plays that had begun are snapshots: nothing writes them.)
+                    pending = [(v, weights.state_dict()) for v, weights in report.pending_plays]
                     checkpoint = checkpoint_state(
                         trainer,
                         cfg,
                         next_iteration=report.iteration + 1,
                         version=report.version_trained + 1,
-                        play_weights=next_weights.state_dict() if next_weights is not None else None,
+                        play_weights=pending[0][1] if pending else None,
+                        pending_plays=pending,
                     )
                     report.extra["time/loop_stall_max"] = watch.take()
                     line = await _write_iteration(
@@ -225,7 +237,7 @@ async def _write_iteration(
     plain = [record.plain() for record in report.records]  # the PlyData is the trainer's, not the PGN's
     await finish_thread_call(functools.partial(_in_process, writer, write_pgn, plain, run.games(report.iteration)))
     games_seconds = time.perf_counter() - started
-    line = _metrics_line(report)
+    line = _metrics_line(report, selfplay.threads_per_worker, torch.get_num_threads())
     line.update(report.extra)
     if report.iteration + 1 == cfg.iterations or (report.iteration + 1) % cfg.eval_every == 0:
         notify("evaluating", {"iteration": report.iteration})
