@@ -95,6 +95,10 @@ class IterationReport:
     next_play_weights: nn.Module | None = None
     """Overlapped runs: the weights that play the next iteration (also after the last
     iteration, for a run extended later); ``pending_plays[0]``'s. None when sequential."""
+    trained_weights: nn.Module | None = None
+    """Overlapped runs: a snapshot of the weights training on this iteration made (version
+    ``version_trained + 1``), which nothing changes (the model itself trains on). None when
+    sequential."""
     pending_plays: list[tuple[int, nn.Module]] = field(default_factory=list)
     """Overlapped runs: ``(version, weights)`` of every later iteration whose self-play has
     begun, in order (with the next one's after the last iteration). Their games are lost if
@@ -336,6 +340,7 @@ class Pipeline:
                     overlap_seconds=overlap,
                     wall_seconds=wall,
                     next_play_weights=pending[0][1] if pending else None,
+                    trained_weights=latest if self.overlap else None,
                     pending_plays=pending,
                     worker_idle_seconds=max(0.0, self.selfplay.workers * wall - busy),
                     trainer_idle_seconds=max(0.0, wall - (train_ended - train_started)),
@@ -347,8 +352,10 @@ class Pipeline:
                          overlap_seconds=round(overlap, 3), pending=len(pending),
                          worker_idle_seconds=round(report.worker_idle_seconds, 3),
                          trainer_idle_seconds=round(report.trainer_idle_seconds, 3))  # fmt: skip
-                yield report
+                # The next iteration's time runs from here: what the caller does with this report
+                # (evaluating, writing files) is part of it, so the walls add up to the run's.
                 boundary, busy_before = time.perf_counter(), self.selfplay.busy_seconds
+                yield report
         except BaseException as e:
             error = e
             raise

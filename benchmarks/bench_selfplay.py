@@ -486,10 +486,7 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
         f"asp {median['asp_s']:.2f} s = {median['asp_plies_per_s']:,.0f} plies/s | asp speed "
         f"x{median['speed']:.3f} (baseline time / asp time)"
     )
-    print(
-        f"{verdict(ok)}: asp speed x{median['speed']:.3f} >= {TARGET_BASELINE:.2f} "
-        f"(target, issue 9)"
-    )
+    print(f"{verdict(ok)}: asp speed x{median['speed']:.3f} >= {TARGET_BASELINE:.2f} (target, issue 9)")
     return {
         "workers": workers,
         "games_per_iteration": games,

@@ -26,9 +26,15 @@ from pathlib import Path
 from typing import Any
 
 VARIANTS: dict[str, list[str]] = {
-    "default split": [],
+    "default": [],
     "2 workers + trainer 2 threads": ["--workers", "2", "--trainer-threads", "2"],
     "2 workers + trainer 1 thread": ["--workers", "2", "--trainer-threads", "1"],
+    "1 worker + trainer 1 thread": ["--workers", "1", "--trainer-threads", "1"],
+    "staleness 1": ["--max-staleness", "1"],
+    "staleness 2": ["--max-staleness", "2"],
+    "staleness 3": ["--max-staleness", "3"],
+    "staleness 2, 1 worker + trainer 1 thread": ["--max-staleness", "2", "--workers", "1", "--trainer-threads", "1"],
+    "staleness 2, 2 workers + trainer 1 thread": ["--max-staleness", "2", "--workers", "2", "--trainer-threads", "1"],
 }
 
 
@@ -61,11 +67,19 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--old", help="an older asp checkout to run as the first variant")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(VARIANTS),
+        default=list(VARIANTS)[:3],
+        metavar="NAME",
+        help=f"variants to run, in this order (default the first three; all: {', '.join(map(repr, VARIANTS))})",
+    )
     args = parser.parse_args()
     variants: list[tuple[str, list[str], str | None]] = []
     if args.old:
         variants.append((f"old ({args.old})", [], args.old))
-    variants += [(name, extra, None) for name, extra in VARIANTS.items()]
+    variants += [(name, VARIANTS[name], None) for name in args.only]
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for _ in range(args.runs):
         for name, extra, path in variants:
@@ -77,8 +91,9 @@ def main() -> None:
         last = runs[-1]
         busy = "n/a" if last["busy"] is None else f"{last['busy']:.0%}"
         stall = "n/a" if last["stall"] is None else f"{last['stall'] * 1000:.0f} ms"
+        scores = " ".join(f"{r['score']:.3f}" if r["score"] is not None else "n/a" for r in runs)
         print(
-            f"  {name:34s} {wall:7.1f} s  x{wall / base:.2f}  score {last['score']}  "
+            f"  {name:44s} {wall:7.1f} s  x{wall / base:.2f}  scores {scores}  "
             f"workers playing {busy}  longest loop stall {stall}"
         )
 

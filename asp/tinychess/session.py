@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import copy
 import functools
 import math
 import multiprocessing
@@ -24,7 +25,7 @@ import torch
 
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
-from asp.shield import finish_in_thread, finish_thread_call
+from asp.shield import finish_in_thread, finish_thread_call, wait_out
 from asp.tinychess.evaluate import elo_from_score
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
@@ -187,33 +188,49 @@ async def _session(
                 on_shard=on_shard,
             )
             reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_plays=first_plays)
-            async with contextlib.aclosing(reports):
-                async for report in reports:
-                    # Nothing trains until the next report is asked for: this is the state after
-                    # training on this iteration, copied before any thread writes it. (The
-                    # weights of plays that had begun are snapshots: nothing writes them.)
-                    pending = [(v, weights.state_dict()) for v, weights in report.pending_plays]
-                    checkpoint = checkpoint_state(
-                        trainer,
-                        cfg,
-                        next_iteration=report.iteration + 1,
-                        version=report.version_trained + 1,
-                        play_weights=pending[0][1] if pending else None,
-                        pending_plays=pending,
-                    )
-                    report.extra["time/loop_stall_max"] = watch.take()
-                    line = await _write_iteration(
-                        run,
-                        report,
-                        checkpoint,
-                        cfg=cfg,
-                        history=history,
-                        selfplay=selfplay,
-                        model=model,
-                        notify=notify,
-                        writer=writer,
-                    )
-                    notify("iteration", line)
+            # Each iteration's artefacts (games, evaluation, curves, metrics line, checkpoint)
+            # are written by a task while training goes on with the next iteration; the saves
+            # follow one another in order.
+            saving: asyncio.Task[dict[str, Any]] | None = None
+            try:
+                async with contextlib.aclosing(reports):
+                    async for report in reports:
+                        # Nothing trains until the next report is asked for: this is the state
+                        # after training on this iteration, copied before any thread writes it.
+                        # (The weights of plays that had begun are snapshots: nothing writes them.)
+                        pending = [(v, weights.state_dict()) for v, weights in report.pending_plays]
+                        checkpoint = checkpoint_state(
+                            trainer,
+                            cfg,
+                            next_iteration=report.iteration + 1,
+                            version=report.version_trained + 1,
+                            play_weights=pending[0][1] if pending else None,
+                            pending_plays=pending,
+                        )
+                        report.extra["time/loop_stall_max"] = watch.take()
+                        evaluated = None
+                        if _evaluation_due(cfg, report.iteration):
+                            evaluated = report.trained_weights or await finish_in_thread(copy.deepcopy, model)
+                        if saving is not None:
+                            notify("iteration", await saving)
+                        save = _write_iteration(
+                            run,
+                            report,
+                            checkpoint,
+                            cfg=cfg,
+                            history=history,
+                            selfplay=selfplay,
+                            evaluated=evaluated,
+                            notify=notify,
+                            writer=writer,
+                        )
+                        saving = asyncio.create_task(save, name=f"asp-save-{report.iteration}")
+                if saving is not None:
+                    notify("iteration", await saving)
+            finally:
+                if saving is not None and not saving.done():  # stopped early: its files stay whole
+                    saving.cancel()
+                    await wait_out(saving)
     finally:
         await finish_in_thread(writer.shutdown)
     return history
@@ -227,21 +244,22 @@ async def _write_iteration(
     cfg: RunConfig,
     history: list[dict[str, Any]],
     selfplay: SelfPlay,
-    model: torch.nn.Module,
+    evaluated: torch.nn.Module | None,
     notify: Progress,
     writer: concurrent.futures.Executor,
 ) -> dict[str, Any]:
-    """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating first when
-    it is due); append the line to ``history`` and return it."""
+    """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating
+    ``evaluated``, the weights it trained, first when given); append the line to ``history``
+    and return it."""
     started = time.perf_counter()
     plain = [record.plain() for record in report.records]  # the PlyData is the trainer's, not the PGN's
     await finish_thread_call(functools.partial(_in_process, writer, write_pgn, plain, run.games(report.iteration)))
     games_seconds = time.perf_counter() - started
     line = _metrics_line(report, selfplay.threads_per_worker, torch.get_num_threads())
     line.update(report.extra)
-    if report.iteration + 1 == cfg.iterations or (report.iteration + 1) % cfg.eval_every == 0:
+    if evaluated is not None:
         notify("evaluating", {"iteration": report.iteration})
-        line.update(await evaluate_vs_random(selfplay, model, cfg, report.version_trained + 1))
+        line.update(await evaluate_vs_random(selfplay, evaluated, cfg, report.version_trained + 1))
     started = time.perf_counter()
     failure = await finish_thread_call(functools.partial(_in_process, writer, _plot, [*history, line], run.curves))
     if failure is not None:  # a plot must never stop training
@@ -253,6 +271,10 @@ async def _write_iteration(
     log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
              checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
     return line
+
+
+def _evaluation_due(cfg: RunConfig, iteration: int) -> bool:
+    return iteration + 1 == cfg.iterations or (iteration + 1) % cfg.eval_every == 0
 
 
 class LoopWatch:
