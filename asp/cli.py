@@ -52,6 +52,17 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")
     train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 4)")
     train.add_argument("--eval-games", type=int, help="games per evaluation (default 200)")
+    train.add_argument(
+        "--eval-vs",
+        choices=("random", "stockfish"),
+        default="random",
+        help="opponents of every evaluation: the random mover (default), or Stockfish as well",
+    )
+    train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
+    train.add_argument("--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100)")
+    train.add_argument(
+        "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
+    )
     train.add_argument("--sequential", action="store_true", help="do not overlap play and training")
     train.add_argument(
         "--max-staleness",
@@ -189,6 +200,30 @@ def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
         raise ConfigError(message) from None
 
 
+_TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
+"""EngineConfig's fields and the ``asp train`` options that set them."""
+
+
+def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
+    """The engine of ``asp train --eval-vs stockfish`` (its path is not part of the run)."""
+    from asp.errors import ConfigError
+    from asp.tinychess.engine import EngineConfig
+
+    given = [f"--{o.replace('_', '-')}" for o in ("eval_skill", "eval_nodes", "engine") if getattr(args, o) is not None]
+    if args.eval_vs != "stockfish":
+        if given:
+            raise ConfigError(f"{given[0]} applies to --eval-vs stockfish only")
+        return None
+    try:
+        return EngineConfig(
+            skill=0 if args.eval_skill is None else args.eval_skill,
+            nodes=100 if args.eval_nodes is None else args.eval_nodes,
+        )
+    except ConfigError as e:
+        message = re.sub(r"EngineConfig\.(\w+)", lambda m: _TRAIN_ENGINE_OPTIONS.get(m[1], m[0]), str(e))
+        raise ConfigError(message) from None
+
+
 def _checkpoint_name(path: str, version: int) -> str:
     """A checkpoint as an opponent, in words fit for a PGN tag: ``asp model v3 of RUN``."""
     where = Path(path).resolve()
@@ -276,6 +311,9 @@ def _train_config(args: argparse.Namespace) -> Any:
             changes[name] = getattr(args, option)
     if args.sequential:
         changes["overlap"] = False
+    engine = _train_engine_config(args)
+    if engine is not None:
+        changes["eval_engine"] = engine
     if args.hidden is not None:
         changes["model"] = ModelConfig(hidden=args.hidden)
     if args.device is not None:
@@ -323,6 +361,8 @@ def _train(args: argparse.Namespace) -> int:
     def progress(kind: str, fields: dict[str, Any]) -> None:
         if kind == "started":  # the run directory is ours: say how the cores are shared
             display.console.print(f"asp train: {budget.describe()}", highlight=False)
+            if fields.get("note"):
+                display.console.print(f"asp train: {fields['note']}", highlight=False)
         display.update(kind, fields)
 
     resume_hint = f"asp train --resume {run.path}"
@@ -362,6 +402,7 @@ def _train(args: argparse.Namespace) -> int:
             progress=progress,
             backend=args.backend,
             address=args.address,
+            engine_path=args.engine,
         )
 
     try:

@@ -79,4 +79,9 @@ class TrainDisplay:
             )
             if "eval/score" in fields:
                 text += f", score vs random {fields['eval/score']:.3f} (Elo {fields['eval/elo']:+.0f})"
+            if "eval_sf/score" in fields:
+                engine, score, elo = fields["eval_sf/engine"], fields["eval_sf/score"], fields["eval_sf/elo"]
+                text += f", vs {engine} {score:.3f} (Elo {elo:+.0f})"
+            elif "eval_sf/error" in fields:
+                text += f", engine evaluation failed: {fields['eval_sf/error']}"
             self.console.print(text, highlight=False)

@@ -9,6 +9,7 @@ as a subprocess, the way a user runs it.
 from __future__ import annotations
 
 import io
+import json
 import re
 import subprocess
 import sys
@@ -174,3 +175,49 @@ def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path,
     )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "asp eval: --skill must be an int in 0..20, got 21", result.stderr
+
+
+# -- asp train --eval-vs stockfish -----------------------------------------------------------
+
+
+def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "asp.cli", "train", "--iterations", "1", "--games", "4", "--max-plies", "20"]
+    command += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", "run", *extra]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=150)
+
+
+@pytest.mark.timeout(200)
+def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) -> None:
+    stockfish()
+    done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-nodes", "20")
+    assert done.returncode == 0, done.stderr
+    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert line["eval_sf/engine"] == "stockfish skill 0 nodes 20"
+    assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4
+    assert 0.0 <= line["eval_sf/score"] <= 1.0 and line["eval_sf/elo_low"] <= line["eval_sf/elo_high"]
+    assert "eval/score" in line  # the random mover too
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert stored["eval_engine"]["nodes"] == 20 and stored["eval_engine"]["path"] is None
+
+
+@pytest.mark.timeout(200)
+def test_train_without_the_engine_says_so_and_trains(tmp_path: Path) -> None:
+    done = _train(tmp_path, "--eval-vs", "stockfish", "--engine", str(tmp_path / "no-such-engine"))
+    assert done.returncode == 0, done.stderr
+    text = " ".join((done.stdout + done.stderr).split())  # the console wraps long lines
+    assert text.count("asp train: no evaluation against stockfish skill 0 nodes 100") == 1, text
+    assert "no-such-engine' is not an executable file" in text
+    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert "eval/score" in line and not any(key.startswith("eval_sf/") for key in line)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [(("--eval-vs", "stockfish", "--eval-skill", "21"), "--eval-skill"), (("--eval-nodes", "5"), "--eval-nodes")],
+)
+def test_train_engine_options_are_checked_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...], named: str
+) -> None:
+    assert main(["train", "--run-dir", str(tmp_path / "run"), *options]) == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -38,9 +38,19 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
         [score_from_elo(m["eval/elo_high"]) for m in evaluated],
         alpha=0.2,
     )
+    against_engine = [m for m in history if "eval_sf/score" in m]
+    if against_engine:
+        axes[1].plot(
+            [m["iteration"] for m in against_engine],
+            [m["eval_sf/score"] for m in against_engine],
+            "s-",
+            label=str(against_engine[-1].get("eval_sf/engine", "engine")),
+        )
+        axes[1].plot([], [], "o-", color="C0", label="random mover")
+        axes[1].legend()
     axes[1].axhline(0.9, color="grey", linestyle="--", linewidth=1)
     axes[1].set_ylim(0, 1)
-    axes[1].set_title("score against a random mover")
+    axes[1].set_title("score against a random mover" + (" and an engine" if against_engine else ""))
     axes[2].plot(its, [m.get("play/plies_per_s", 0.0) for m in history])
     axes[2].set_title("self-play plies/s")
     for ax in axes:

@@ -31,7 +31,9 @@ import torch
 
 from asp.atomic import save_atomic, write_text_atomic
 from asp.errors import AspError, ConfigError, check_ints
+from asp.tinychess.engine import EngineConfig
 from asp.tinychess.model import ModelConfig, TinyChess
+from asp.tinychess.openings import match_openings
 from asp.tinychess.play import PlayConfig
 from asp.tinychess.train import TrainConfig, Trainer
 
@@ -83,6 +85,10 @@ class RunConfig:
     """Games of each evaluation (1 to 10**6)."""
     eval_temperature: float = 0.1
     """Sampling temperature of the model in evaluation games (the random mover samples at 1)."""
+    eval_engine: EngineConfig | None = None
+    """Also evaluate against this engine (Stockfish) at every evaluation, from the bundled
+    openings with both colours (``asp train --eval-vs stockfish``); None: the random mover only.
+    Its ``path`` is None here (where the engine lives is the machine's business, not the run's)."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The network."""
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -144,6 +150,11 @@ class RunConfig:
             samples=False,  # scored, never trained on
         )
 
+    def engine_eval_cfg(self, version: int) -> PlayConfig:
+        """The config of an evaluation against ``eval_engine``: the bundled openings, each with
+        both colours; the engine samples nothing."""
+        return dataclasses.replace(self.eval_cfg(version), openings=match_openings(), opponent_temperature=None)
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -152,7 +163,8 @@ class RunConfig:
         data = dict(data)
         model = ModelConfig(**data.pop("model"))
         train = TrainConfig(**data.pop("train"))
-        return cls(model=model, train=train, **data)
+        engine = data.pop("eval_engine", None)
+        return cls(model=model, train=train, eval_engine=EngineConfig(**engine) if engine is not None else None, **data)
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:

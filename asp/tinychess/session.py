@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import copy
+import dataclasses
 import functools
 import math
 import multiprocessing
@@ -23,17 +24,19 @@ from typing import Any, TypeVar
 import structlog
 import torch
 
+from asp.errors import ConfigError, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
 from asp.shield import finish_in_thread, finish_thread_call, wait_out
-from asp.tinychess.evaluate import elo_from_score
+from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
+from asp.tinychess.evaluate import elo_from_score, match_result_of
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.records import write_pgn
 from asp.tinychess.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
 from asp.tinychess.train import Trainer
 
-__all__ = ["evaluate_vs_random", "train_session"]
+__all__ = ["evaluate_vs_engine", "evaluate_vs_random", "train_session"]
 
 log = structlog.get_logger("asp.train")
 
@@ -62,6 +65,35 @@ async def evaluate_vs_random(
         "eval/elo_low": round(elo.elo_low, 1),
         "eval/elo_high": round(elo.elo_high, 1),
         "eval/seconds": stats["seconds"],
+    }
+
+
+async def evaluate_vs_engine(
+    selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int, engine: EngineOpponent
+) -> dict[str, Any]:
+    """Score of ``model`` against ``engine`` over ``cfg.eval_games`` games from the bundled
+    openings: ``eval_sf/...`` metrics. An engine that keeps failing, or a match with no
+    finished game, is logged and reported as ``eval_sf/error``: it never stops training."""
+    started = time.perf_counter()
+    try:
+        records, _ = await selfplay.play(model, engine, cfg.engine_eval_cfg(version))
+        result = match_result_of(records)
+    except (ShardFailed, EngineFailed, ConfigError) as e:
+        log.warning("engine_eval_failed", engine=engine.opponent_name, error=repr(e))
+        return {"eval_sf/error": repr(e)[:300]}
+    elo = result.elo
+    return {
+        "eval_sf/engine": engine.opponent_name,
+        "eval_sf/score": result.score,
+        "eval_sf/games": result.games,
+        "eval_sf/wins": result.wins,
+        "eval_sf/draws": result.draws,
+        "eval_sf/losses": result.losses,
+        "eval_sf/engine_failures": result.engine_failures,
+        "eval_sf/elo": round(elo.elo, 1),
+        "eval_sf/elo_low": round(elo.elo_low, 1),
+        "eval_sf/elo_high": round(elo.elo_high, 1),
+        "eval_sf/seconds": time.perf_counter() - started,
     }
 
 
@@ -105,20 +137,23 @@ async def train_session(
     backend: str = "local",
     address: str | None = None,
     trainer_threads: int | None = None,
+    engine_path: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run (or resume) a training run in ``run``; return every iteration's metrics line.
 
     Files are written in threads, so the workers' shards keep being collected meanwhile; once
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
     ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`);
-    ``trainer_threads`` sets torch's thread count in this process for the session.
+    ``trainer_threads`` sets torch's thread count in this process for the session;
+    ``engine_path`` is where the engine of ``cfg.eval_engine`` is (None: look for Stockfish).
+    Without an engine, the run trains and evaluates against the random mover only, and says so.
     """
     notify = progress or (lambda kind, fields: None)
     threads = torch.get_num_threads()
     if trainer_threads is not None:
         torch.set_num_threads(trainer_threads)
     try:
-        return await _session(run, cfg, resume, workers, threads_per_worker, notify, backend, address)
+        return await _session(run, cfg, resume, workers, threads_per_worker, notify, backend, address, engine_path)
     finally:
         torch.set_num_threads(threads)
 
@@ -132,6 +167,7 @@ async def _session(
     notify: Progress,
     backend: str,
     address: str | None,
+    engine_path: str | None,
 ) -> list[dict[str, Any]]:
     torch.manual_seed(cfg.seed)
     model = TinyChess(cfg.model)
@@ -165,7 +201,14 @@ async def _session(
         log.info("run_started", run=str(run.path), config=cfg.to_dict())
     if start >= cfg.iterations:
         return history
-    notify("started", {"iteration": start})
+    engine, note = None, None
+    if cfg.eval_engine is not None:
+        try:  # finds the executable only: each worker starts its own engine when it first plays
+            engine = EngineOpponent(dataclasses.replace(cfg.eval_engine, path=engine_path))
+        except EngineNotFound as e:
+            note = f"no evaluation against {cfg.eval_engine.describe()}: {e}"
+            log.warning("engine_eval_skipped", reason=str(e))
+    notify("started", {"iteration": start, "note": note})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
@@ -221,6 +264,7 @@ async def _session(
                             history=history,
                             selfplay=selfplay,
                             evaluated=evaluated,
+                            engine=engine,
                             notify=notify,
                             writer=writer,
                         )
@@ -245,6 +289,7 @@ async def _write_iteration(
     history: list[dict[str, Any]],
     selfplay: SelfPlay,
     evaluated: torch.nn.Module | None,
+    engine: EngineOpponent | None,
     notify: Progress,
     writer: concurrent.futures.Executor,
 ) -> dict[str, Any]:
@@ -260,6 +305,8 @@ async def _write_iteration(
     if evaluated is not None:
         notify("evaluating", {"iteration": report.iteration})
         line.update(await evaluate_vs_random(selfplay, evaluated, cfg, report.version_trained + 1))
+        if engine is not None:
+            line.update(await evaluate_vs_engine(selfplay, evaluated, cfg, report.version_trained + 1, engine))
     started = time.perf_counter()
     failure = await finish_thread_call(functools.partial(_in_process, writer, _plot, [*history, line], run.curves))
     if failure is not None:  # a plot must never stop training
