@@ -224,7 +224,7 @@ class Pipeline:
                 f"{expected.stop - 1}: missing {_some(missing)}, unexpected {_some(extra)}"
             )
         records = [by_id[i] for i in expected]
-        stats = self.selfplay.summarise(records)
+        stats = self.selfplay.summarise(records, cfg)
         stats.update(workers=self.selfplay.workers, worker_seconds=worker_seconds)
         return records, stats
 

@@ -62,7 +62,7 @@ from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, Shar
 from asp.log import quiet_unless_configured
 from asp.shield import finish
 from asp.weights import WeightRef
-from asp.worker import ShardOutput, ShardTask
+from asp.worker import ShardOutput, ShardTask, play_cfg
 
 __all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
@@ -201,7 +201,8 @@ class SelfPlay:
         :param workers: worker processes (default: usable cores // threads_per_worker, at least 1;
             usable cores follow the CPU affinity and a cgroup CPU quota).
         :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
-        :param play_fn: plays one shard (default :func:`asp.tinychess.play_games`).
+        :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
+            :class:`asp.tinychess.PlayConfig` has; see :func:`asp.worker.play_cfg`).
         :param shard_games: games per shard (default: :func:`default_shard_games`).
         :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
             which a worker counts as stalled and is killed; None disables it.
@@ -210,8 +211,8 @@ class SelfPlay:
         :param cancel_grace: seconds a cancelled shard has to stop by itself before its
             worker is killed.
         :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
-        :param summarise: turns all records of a call into stats (default: TinyChess's
-            ``summarise`` for the default play_fn, else a sum of the shards' numeric stats).
+        :param summarise: turns all records of a call into stats (default: the cfg's own
+            ``summarise(records)`` method when it has one, else a sum of the shards' numeric stats).
         :param backend: ``"local"`` (spawn processes on this machine) or ``"ray"`` (Ray actors;
             needs the extra ``asp[ray]``).
         :param address: Ray only: None starts a private Ray instance on this machine, ``"auto"``
@@ -231,10 +232,7 @@ class SelfPlay:
         positive_seconds("cancel_grace", cancel_grace)
         positive_seconds("start_timeout", start_timeout)
         if play_fn is None:
-            from asp.tinychess import play_games
-            from asp.tinychess import summarise as tinychess_summarise
-
-            play_fn, summarise = play_games, summarise or tinychess_summarise
+            play_fn = play_cfg  # the cfg plays its own games: cfg.play(model, opp)
         self._backend = backends.create(
             backend,
             workers=workers,
@@ -270,9 +268,17 @@ class SelfPlay:
         """The pid of each slot's worker process (None where none is running)."""
         return [self._backend.pid(slot) for slot in range(self.workers)]
 
-    def summarise(self, records: list[Any]) -> dict[str, Any]:
-        """The stats of ``records`` by this SelfPlay's ``summarise`` (``{"games": n}`` without one)."""
-        return self._summarise(records) if self._summarise is not None else {"games": len(records)}
+    def summarise(self, records: list[Any], cfg: Any = None) -> dict[str, Any]:
+        """The stats of ``records``: by this SelfPlay's ``summarise``, else by ``cfg.summarise``
+        when the cfg has one, else ``{"games": n}``."""
+        summary = self._summary(cfg)
+        return summary(records) if summary is not None else {"games": len(records)}
+
+    def _summary(self, cfg: Any) -> Callable[[list[Any]], dict[str, Any]] | None:
+        if self._summarise is not None:
+            return self._summarise
+        of_cfg = getattr(cfg, "summarise", None)
+        return of_cfg if callable(of_cfg) else None
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -392,7 +398,8 @@ class SelfPlay:
                 f"{len(by_id)} distinct ids for {cfg.n_games} games"
             )
         records = [by_id[i] for i in expected]
-        stats = self._summarise(records) if self._summarise is not None else _merge_stats(shard_stats)
+        summary = self._summary(cfg)
+        stats = summary(records) if summary is not None else _merge_stats(shard_stats)
         seconds = time.perf_counter() - figures.started
         stats.update(
             workers=self.workers,
@@ -423,6 +430,11 @@ class SelfPlay:
     def _plan(self, cfg: Any) -> tuple[list[_Shard], int]:
         """The call's shards, and the games to send a free worker at once (several shards)."""
         check_cfg(cfg)
+        if self.play_fn is play_cfg and not callable(getattr(cfg, "play", None)):
+            raise ConfigError(
+                f"SelfPlay has no play_fn and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
+                f"pass SelfPlay(play_fn=...)"
+            )
         batch = getattr(cfg, "batch_size", None) or None  # 0: a play_fn that plays one game at a time
         size = self.shard_games or default_shard_games(cfg.n_games, self.workers, batch or 1)
         shards = [

@@ -24,6 +24,7 @@ from torch import nn
 
 from asp.errors import ClosedError
 from asp.selfplay import PlayFn, SelfPlay
+from asp.worker import play_cfg
 
 __all__ = ["SyncSelfPlay", "play_games_parallel"]
 
@@ -87,9 +88,7 @@ def play_games_parallel(
     """
     if workers is not None and workers <= 1:
         if play_fn is None:
-            from asp.tinychess import play_games
-
-            play_fn = play_games
+            play_fn = play_cfg  # the cfg plays its own games, as in SelfPlay
         started = time.perf_counter()
         records, stats = play_fn(model, opp, cfg)
         stats = {"workers": 1, "shards": 1, "retries": 0, "respawns": 0, **stats}

@@ -30,7 +30,7 @@ from asp.errors import ConfigError
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
-__all__ = ["Loader", "ShardOutput", "ShardTask", "initialize", "play_task", "run_shard"]
+__all__ = ["Loader", "ShardOutput", "ShardTask", "initialize", "play_cfg", "play_task", "run_shard"]
 
 log = structlog.get_logger("asp.worker")
 
@@ -132,6 +132,22 @@ def prebuild(warm: tuple[type[nn.Module], Any] | None) -> None:
     """Build the model network of class and cfg ``warm`` now, so that the first shard need not."""
     if warm is not None:
         _nets[("model", warm[0], _cfg_key(warm[1]))] = (-1, _build(*warm))
+
+
+def play_cfg(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The play_fn of a SelfPlay given none: the cfg plays its own games, ``cfg.play(model, opp)``.
+
+    So the orchestrator knows no game: a game's config that has a ``play(model, opp)`` method
+    (TinyChess's :class:`~asp.tinychess.PlayConfig` has) needs no play_fn.
+    """
+    play = getattr(cfg, "play", None)
+    if not callable(play):
+        raise ConfigError(
+            f"no play_fn was given and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
+            f"pass SelfPlay(play_fn=...)"
+        )
+    result: tuple[list[Any], dict[str, Any]] = play(model, opp)
+    return result
 
 
 def ping() -> int:

@@ -41,7 +41,10 @@ VARIANTS: dict[str, list[str]] = {
 def run_once(args: list[str], iterations: int, pythonpath: str | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        command = [sys.executable, "-m", "asp.cli", "train", "--iterations", str(iterations), "--no-progress"]
+        # An older checkout may have its command line at asp/cli.py (before asp/app existed).
+        old_layout = pythonpath is not None and not (Path(pythonpath) / "asp" / "app" / "cli.py").exists()
+        module = "asp.cli" if old_layout else "asp.app.cli"
+        command = [sys.executable, "-m", module, "train", "--iterations", str(iterations), "--no-progress"]
         command += ["--run-dir", str(run), *args]
         env = dict(os.environ)
         if pythonpath is not None:

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from asp.app.curves import plot_curves
+from asp.app.pgn import write_pgn
 from asp.atomic import is_special_file, save_atomic, write_bytes_atomic, write_text_atomic
-from asp.tinychess import PlayConfig, TinyChess, play_games, write_pgn
-from asp.tinychess.curves import plot_curves
+from asp.tinychess import PlayConfig, TinyChess, play_games
 
 Writer = Callable[[Path], None]
 

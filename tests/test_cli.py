@@ -27,8 +27,8 @@ import psutil
 import pytest
 import torch
 
+from asp.app.run import RunConfig, load_checkpoint
 from asp.tinychess.model import ModelConfig
-from asp.tinychess.run import RunConfig, load_checkpoint
 
 RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
 TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
@@ -37,7 +37,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "asp.cli", *args]
+    return [sys.executable, "-m", "asp.app.cli", *args]
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
@@ -477,7 +477,7 @@ def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path: Path) -> Non
     # An application that runs the command line in a thread of its own: no signal handler there.
     code = (
         "import sys, threading\n"
-        "from asp.cli import main\n"
+        "from asp.app.cli import main\n"
         "codes = []\n"
         "thread = threading.Thread(target=lambda: codes.append(main(sys.argv[1:])))\n"
         "thread.start()\n"

@@ -28,11 +28,12 @@ import torch
 from test_pgn_extract import assert_pgn_extract_accepts
 from torch import nn
 
+from asp.app.evaluate import match_result_of
+from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
 from asp.sync import play_games_parallel
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games, write_pgn
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent, find_engine
-from asp.tinychess.evaluate import match_result_of
 from asp.tinychess.openings import match_openings
 from asp.tinychess.play import BoardPlayer
 

@@ -20,11 +20,11 @@ import pytest
 import torch
 from test_pgn_extract import assert_pgn_extract_accepts
 
+from asp.app.cli import main
+from asp.app.run import CHECKPOINT, RunConfig, checkpoint_state
 from asp.atomic import save_atomic
-from asp.cli import main
 from asp.tinychess.engine import EngineNotFound, find_engine
 from asp.tinychess.model import ModelConfig, TinyChess
-from asp.tinychess.run import CHECKPOINT, RunConfig, checkpoint_state
 from asp.tinychess.train import Trainer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -167,7 +167,7 @@ def test_a_missing_engine_is_a_one_line_usage_error(
 @pytest.mark.timeout(60)
 def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path, Path], tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "asp.cli", "eval", str(runs[0]), "--vs", "stockfish", "--skill", "21"],
+        [sys.executable, "-m", "asp.app.cli", "eval", str(runs[0]), "--vs", "stockfish", "--skill", "21"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -181,7 +181,7 @@ def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path,
 
 
 def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "asp.cli", "train", "--iterations", "1", "--games", "4", "--max-plies", "20"]
+    command = [sys.executable, "-m", "asp.app.cli", "train", "--iterations", "1", "--games", "4", "--max-plies", "20"]
     command += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", "run", *extra]
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=150)
 

@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asp.errors import ConfigError
-from asp.tinychess import MODEL, OPPONENT, GameRecord
-from asp.tinychess.evaluate import (
+from asp.app.evaluate import (
     EloEstimate,
     MatchResult,
     elo_from_score,
@@ -19,6 +17,8 @@ from asp.tinychess.evaluate import (
     match_result_of,
     score_from_elo,
 )
+from asp.errors import ConfigError
+from asp.tinychess import MODEL, OPPONENT, GameRecord
 
 scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 games = st.integers(min_value=1, max_value=100_000)

@@ -20,8 +20,9 @@ import chess.pgn
 import pytest
 import torch
 
-from asp.cli import main
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games, write_pgn
+from asp.app.cli import main
+from asp.app.pgn import write_pgn
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.opponents import RandomMover
 
 OPENINGS = (
@@ -128,7 +129,7 @@ def test_the_games_asp_train_writes_pass(tmp_path: Path) -> None:
     run = tmp_path / "run"
     argv = ["train", "--iterations", "1", "--games", "4", "--max-plies", "20", "--eval-games", "4", "--hidden", "16"]
     result = subprocess.run(
-        [sys.executable, "-m", "asp.cli", *argv, "--workers", "1", "--no-progress", "--run-dir", str(run)],
+        [sys.executable, "-m", "asp.app.cli", *argv, "--workers", "1", "--no-progress", "--run-dir", str(run)],
         capture_output=True,
         text=True,
         timeout=150,

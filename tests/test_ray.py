@@ -143,7 +143,7 @@ def test_asp_train_on_the_ray_backend_runs_and_leaves_no_ray_process(tmp_path: P
     args = ["train", "--backend", "ray", "--iterations", "1", "--games", "8", "--max-plies", "20"]
     args += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", str(run)]
     result = subprocess.run(
-        [sys.executable, "-m", "asp.cli", *args], capture_output=True, text=True, timeout=240, cwd=tmp_path
+        [sys.executable, "-m", "asp.app.cli", *args], capture_output=True, text=True, timeout=240, cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 1

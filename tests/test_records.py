@@ -13,6 +13,7 @@ import chess.pgn
 import pytest
 import torch
 
+from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
 from asp.tinychess import (
     MODEL,
@@ -24,7 +25,6 @@ from asp.tinychess import (
     play_games,
     summarise,
     to_pgn,
-    write_pgn,
 )
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.records import PGN_TERMINATION

@@ -22,13 +22,11 @@ from typing import Any
 import pytest
 import torch
 
-import asp.tinychess.curves
-import asp.tinychess.run
-import asp.tinychess.session
-from asp.errors import AspError, ConfigError
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.curves import plot_curves
-from asp.tinychess.run import (
+import asp.app.curves
+import asp.app.run
+import asp.app.session
+from asp.app.curves import plot_curves
+from asp.app.run import (
     CHECKPOINT,
     RunConfig,
     RunDir,
@@ -36,7 +34,9 @@ from asp.tinychess.run import (
     load_checkpoint,
     model_from_checkpoint,
 )
-from asp.tinychess.session import train_session
+from asp.app.session import train_session
+from asp.errors import AspError, ConfigError
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.train import TrainConfig, Trainer
 
 TINY = ModelConfig(hidden=16, blocks=0)
@@ -354,7 +354,7 @@ def test_curves_leave_pyplot_alone() -> None:
     # pyplot's global figure registry is not thread-safe, and the session plots in a thread.
     code = (
         "import sys, tempfile\n"
-        "from asp.tinychess.curves import plot_curves\n"
+        "from asp.app.curves import plot_curves\n"
         "plot_curves([{'iteration': 0, 'loss/policy': 1.0}], tempfile.mkdtemp() + '/curves.png')\n"
         "sys.exit('matplotlib.pyplot' in sys.modules)\n"
     )
@@ -389,14 +389,14 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
         return timed_call
 
-    monkeypatch.setattr(asp.tinychess.run, "save_atomic", timed("checkpoint", asp.tinychess.run.save_atomic))
-    in_process = asp.tinychess.session._in_process
+    monkeypatch.setattr(asp.app.run, "save_atomic", timed("checkpoint", asp.app.run.save_atomic))
+    in_process = asp.app.session._in_process
 
     def writer_call(writer: Any, func: Callable[..., Any], *args: Any) -> Any:
         # the curves are drawn in the session's writer process: timed from the waiting thread
         return (timed("curves", in_process) if func.__name__ == "_plot" else in_process)(writer, func, *args)
 
-    monkeypatch.setattr(asp.tinychess.session, "_in_process", writer_call)
+    monkeypatch.setattr(asp.app.session, "_in_process", writer_call)
     ticks: list[float] = []
 
     async def ticker() -> None:
@@ -451,7 +451,7 @@ async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     """The writer process draws the curves; a failure comes back as text for a warning."""
-    from asp.tinychess.session import _plot
+    from asp.app.session import _plot
 
     assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
     failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")

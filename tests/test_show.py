@@ -15,10 +15,11 @@ from pathlib import Path
 import chess
 import pytest
 
+from asp.app.cli import main
+from asp.app.pgn import write_pgn
 from asp.app.show import read_game, render, write_boards
-from asp.cli import main
 from asp.errors import ConfigError
-from asp.tinychess import MODEL, OPPONENT, GameRecord, write_pgn
+from asp.tinychess import MODEL, OPPONENT, GameRecord
 
 SVG = "{http://www.w3.org/2000/svg}"
 FOOLS_MATE = ["f2f3", "e7e5", "g2g4", "d8h4"]
@@ -178,7 +179,7 @@ def test_a_game_that_does_not_parse_is_an_error_naming_the_game(tmp_path: Path) 
 def test_asp_show_runs_as_a_command(games: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmd.svg"
     ok = subprocess.run(
-        [sys.executable, "-m", "asp.cli", "show", str(games), "--game", "2", "--out", str(out)],
+        [sys.executable, "-m", "asp.app.cli", "show", str(games), "--game", "2", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -187,6 +188,9 @@ def test_asp_show_runs_as_a_command(games: Path, tmp_path: Path) -> None:
     assert ok.stdout.strip() == f"wrote {out}: the position after ply 1 of game 2 of {games} (1 ply)"
     assert _marks(out.read_text(encoding="utf-8"))[1] == {"g8"}
     bad = subprocess.run(
-        [sys.executable, "-m", "asp.cli", "show", str(games), "--game", "9"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "asp.app.cli", "show", str(games), "--game", "9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2 and "--game must be in 1..2" in bad.stderr

@@ -11,7 +11,7 @@ from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS, match_openings
 from asp.tinychess.play import BoardPlayer, PlayConfig, play_games
-from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise, to_pgn, write_pgn
+from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise, to_pgn
 
 __all__ = [
     "MODEL",
@@ -34,5 +34,4 @@ __all__ = [
     "play_games",
     "summarise",
     "to_pgn",
-    "write_pgn",
 ]

@@ -16,7 +16,7 @@ nothing for ``move_timeout`` seconds (beyond ``time``) fails the game it was ask
 That game ends with result ``"*"`` (unknown: valid PGN) and termination ``"engine_failure"``;
 the failure is logged (event ``engine_failure``), the engine is killed, and a fresh one is
 started for the next move. Scores leave such games out and count them apart
-(:func:`~asp.tinychess.evaluate.match_result_of`): calling them either side's loss would
+(:func:`~asp.app.evaluate.match_result_of`): calling them either side's loss would
 measure the engine's plumbing, not the model. After ``max_failures`` failures in a row (no
 move answered in between) the opponent gives up with :class:`EngineFailed`.
 

@@ -91,6 +91,14 @@ class PlayConfig:
     (:class:`~asp.tinychess.records.PlyData`, about 180 bytes a ply), so that training needs
     no replay of the game. Evaluation games can do without."""
 
+    def play(self, model: nn.Module, opp: nn.Module | None) -> tuple[list[GameRecord], dict[str, Any]]:
+        """Play these games: :func:`play_games` (what :class:`asp.SelfPlay` calls with no play_fn)."""
+        return play_games(model, opp, self)
+
+    def summarise(self, records: list[GameRecord]) -> dict[str, Any]:
+        """The stats of ``records``: :func:`~asp.tinychess.records.summarise`."""
+        return summarise(records)
+
     def plies_limit(self, game_id: int) -> int:
         """``max_plies`` of game ``game_id``: the same for every game. A subclass may vary it
         (the benchmarks' uneven workload makes some games long and the others short)."""

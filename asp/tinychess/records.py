@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import chess
 import chess.pgn
 import numpy as np
 
-from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 
-__all__ = ["MODEL", "OPPONENT", "PGN_TERMINATION", "GameRecord", "PlyData", "summarise", "to_pgn", "write_pgn"]
+__all__ = ["MODEL", "OPPONENT", "PGN_TERMINATION", "GameRecord", "PlyData", "summarise", "to_pgn"]
 
 MODEL = "model"
 """Name of the player that is the model being trained, in :attr:`GameRecord.white`/``black``."""
@@ -246,20 +243,3 @@ def to_pgn(record: GameRecord, *, event: str = "asp self-play", opponent: str | 
     # PGN's export format: movetext wrapped at 80 columns (str(game) would write one long line,
     # over the standard's 255-character limit in any game of ~40 moves or more).
     return game.accept(chess.pgn.StringExporter(columns=80)) + "\n"
-
-
-def write_pgn(
-    records: Iterable[GameRecord],
-    path: str | os.PathLike[str],
-    *,
-    event: str = "asp self-play",
-    opponent: str | None = None,
-) -> Path:
-    """Write ``records`` to ``path`` as one PGN file, atomically (temp file + rename).
-
-    ``event`` and ``opponent`` are passed to :func:`to_pgn` for every game (evaluation games:
-    ``event="asp evaluation", opponent="random"``).
-    """
-    target = Path(path)
-    write_text_atomic(target, "\n".join(to_pgn(r, event=event, opponent=opponent) for r in records))
-    return target

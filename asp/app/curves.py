@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from asp.app.evaluate import score_from_elo
 from asp.atomic import write_bytes_atomic
-from asp.tinychess.evaluate import score_from_elo
 
 __all__ = ["plot_curves"]
 

@@ -24,16 +24,16 @@ from typing import Any, TypeVar
 import structlog
 import torch
 
+from asp.app.evaluate import elo_from_score, match_result_of
+from asp.app.pgn import write_pgn
+from asp.app.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
 from asp.errors import ConfigError, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
 from asp.shield import finish_in_thread, finish_thread_call, wait_out
 from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
-from asp.tinychess.evaluate import elo_from_score, match_result_of
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
-from asp.tinychess.records import write_pgn
-from asp.tinychess.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
 from asp.tinychess.train import Trainer
 
 __all__ = ["evaluate_vs_engine", "evaluate_vs_random", "train_session"]
@@ -380,7 +380,7 @@ def _as_rng_state(state: Any) -> tuple[Any, ...]:
 
 def _plot(history: list[dict[str, Any]], path: Path) -> str | None:
     """Draw the curves (in the writer process); return what went wrong, if anything."""
-    from asp.tinychess.curves import plot_curves
+    from asp.app.curves import plot_curves
 
     try:
         plot_curves(history, path)

@@ -146,9 +146,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _play(args: argparse.Namespace) -> int:
+    from asp.app.pgn import write_pgn
+    from asp.app.run import model_from_checkpoint
     from asp.sync import play_games_parallel
-    from asp.tinychess import PlayConfig, TinyChess, write_pgn
-    from asp.tinychess.run import model_from_checkpoint
+    from asp.tinychess import PlayConfig, TinyChess
 
     version = 0
     if args.checkpoint:
@@ -232,13 +233,14 @@ def _checkpoint_name(path: str, version: int) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from asp.app.evaluate import match_result_of
+    from asp.app.pgn import write_pgn
+    from asp.app.run import model_from_checkpoint
     from asp.sync import play_games_parallel
-    from asp.tinychess import PlayConfig, write_pgn
+    from asp.tinychess import PlayConfig
     from asp.tinychess.engine import EngineOpponent
-    from asp.tinychess.evaluate import match_result_of
     from asp.tinychess.openings import match_openings
     from asp.tinychess.opponents import RandomMover
-    from asp.tinychess.run import model_from_checkpoint
 
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
     model, state = model_from_checkpoint(args.checkpoint)
@@ -292,8 +294,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _train_config(args: argparse.Namespace) -> Any:
+    from asp.app.run import RunConfig
     from asp.tinychess.model import ModelConfig
-    from asp.tinychess.run import RunConfig
     from asp.tinychess.train import TrainConfig
 
     base = RunConfig()
@@ -322,10 +324,10 @@ def _train_config(args: argparse.Namespace) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from asp.cli_display import TrainDisplay
+    from asp.app.display import TrainDisplay
+    from asp.app.run import RunDir, RunError
+    from asp.app.session import train_session
     from asp.cores import split_cores
-    from asp.tinychess.run import RunDir, RunError
-    from asp.tinychess.session import train_session
 
     cfg, changes = _train_config(args)
     if args.resume:

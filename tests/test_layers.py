@@ -1,0 +1,110 @@
+"""The layers, checked on the source: no module imports a layer above its own.
+
+* the game, ``asp.tinychess`` (rules, encoding, model, play, records, trainer, opponents):
+  of asp it may import only itself, ``asp.progress`` (the heartbeat and ``more_games``) and
+  ``asp.errors``;
+* the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
+  command line, so it imports neither ``asp.tinychess`` nor ``asp.app``;
+* the application, ``asp.app`` (the ``asp`` command, run directory, session, evaluation
+  matches, display, curves, PGN files): it may import anything.
+
+Every import counts, at module level or inside a function (a lazy import is still a tie);
+docstrings (doctest examples) do not.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import asp
+
+ROOT = Path(asp.__file__).parent
+GAME_MAY_IMPORT = ("asp.tinychess", "asp.progress", "asp.errors")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(source: str, module: str, *, package: bool) -> list[str]:
+    """Every module ``source`` (the text of ``module``) imports, relative imports resolved."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.split(".")[: len(module.split(".")) - node.level + (1 if package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names += [base] + [f"{base}.{alias.name}" for alias in node.names]
+    return names
+
+
+def layer(module: str) -> str:
+    if module == "asp.tinychess" or module.startswith("asp.tinychess."):
+        return "game"
+    if module == "asp.app" or module.startswith("asp.app."):
+        return "application"
+    return "orchestrator"
+
+
+def violations(module: str, imports: list[str]) -> list[str]:
+    """The imports of ``module`` that reach a layer it must not import."""
+    own = layer(module)
+    bad = []
+    for name in imports:
+        if name != "asp" and not name.startswith("asp."):
+            continue
+        if own == "game" and not any(name == ok or name.startswith(ok + ".") for ok in GAME_MAY_IMPORT):
+            if name != "asp":  # ``from asp import x`` is judged by its full name, asp.x
+                bad.append(name)
+        elif own == "orchestrator" and layer(name) != "orchestrator":
+            bad.append(name)
+    return bad
+
+
+def all_modules() -> list[tuple[str, Path]]:
+    return [(module_name(p), p) for p in sorted(ROOT.rglob("*.py"))]
+
+
+@pytest.mark.parametrize(("module", "path"), all_modules(), ids=[m for m, _ in all_modules()])
+def test_no_module_imports_a_layer_above_its_own(module: str, path: Path) -> None:
+    imports = imported(path.read_text(encoding="utf-8"), module, package=path.name == "__init__.py")
+    assert violations(module, imports) == [], f"{path} ({layer(module)} layer) imports above its layer"
+
+
+def test_every_layer_has_modules() -> None:
+    layers = {layer(m) for m, _ in all_modules()}
+    assert layers == {"game", "orchestrator", "application"}
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "bad"),
+    [
+        ("asp.tinychess.play", "from asp.selfplay import SelfPlay", ["asp.selfplay", "asp.selfplay.SelfPlay"]),
+        (
+            "asp.tinychess.records",
+            "from asp.atomic import write_text_atomic",
+            ["asp.atomic", "asp.atomic.write_text_atomic"],
+        ),
+        ("asp.tinychess.play", "from asp import SelfPlay", ["asp.SelfPlay"]),
+        ("asp.tinychess.play", "from .. import selfplay", ["asp.selfplay"]),
+        (
+            "asp.selfplay",
+            "def f():\n    from asp.tinychess import play_games",
+            ["asp.tinychess", "asp.tinychess.play_games"],
+        ),
+        ("asp.worker", "import asp.app.cli", ["asp.app.cli"]),
+        ("asp.tinychess.play", "from asp.progress import heartbeat\nfrom asp.errors import ConfigError", []),
+        ("asp.app.session", "from asp.selfplay import SelfPlay\nfrom asp.tinychess import TinyChess", []),
+    ],
+)
+def test_the_check_catches_an_import_across_the_layers(module: str, source: str, bad: list[str]) -> None:
+    assert violations(module, imported(source, module, package=False)) == bad
