@@ -173,7 +173,8 @@ async def test_workers_take_offered_games_into_their_batch_and_every_game_comes_
     # Default shard_games: shards of one game; each worker is sent 4 at once (its batch) and,
     # as its uneven games end, takes the next shards the coordinator offers it.
     async with SelfPlay(workers=2, play_fn=fault_play, backend=backend) as selfplay:
-        cfg = FaultConfig(n_games=40, first_game=100, batch_size=4, plies=5, plies_step=5, delay=0.02)
+        # Games of 0.25 to 1 s: long enough for an offer to arrive through Ray's progress polls (0.25 s).
+        cfg = FaultConfig(n_games=40, first_game=100, batch_size=4, plies=5, plies_step=5, delay=0.05)
         results = [r async for r in selfplay.stream(tiny(), None, cfg)]
     assert sorted(i for r in results for i in ids(r.records)) == list(range(100, 140))
     shards = sorted(s for r in results for s in r.shards)
@@ -197,7 +198,7 @@ async def test_a_worker_killed_after_taking_offers_loses_no_game_and_plays_none_
             batch_size=4,
             plies=5,
             plies_step=5,
-            delay=0.02,
+            delay=0.05,
             fault="crash",
             fault_game=30,
             once=True,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import os
 import random
@@ -456,3 +457,23 @@ def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
     failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")
     assert failure is not None and "FileNotFoundError" in failure
+
+
+@pytest.mark.asyncio
+async def test_the_loop_watch_sees_a_stall_and_a_garbage_collection() -> None:
+    class Node:
+        def __init__(self) -> None:
+            self.other: Node | None = None
+
+    async with asp.app.session.LoopWatch() as watch:
+        await asyncio.sleep(0.05)  # let it start
+        time.sleep(0.08)  # noqa: ASYNC251 (on purpose: the loop held, a stall)
+        await asyncio.sleep(0.05)
+        cycles = [Node() for _ in range(50_000)]
+        for a, b in zip(cycles, cycles[1:], strict=False):
+            a.other, b.other = b, a
+        del cycles
+        gc.collect()
+        assert watch.take() >= 0.07
+        assert watch.gc_pause() > 0.0
+        assert watch.take() < 0.07 and watch.gc_pause() == 0.0  # each take starts afresh

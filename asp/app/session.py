@@ -13,6 +13,7 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import gc
 import math
 import multiprocessing
 import signal
@@ -221,6 +222,10 @@ async def _session(
             ) as selfplay,
             LoopWatch() as watch,
         ):
+            # What exists now (torch, python-chess, the model...) lives as long as the session:
+            # out of the collector's way. A full collection otherwise walks it all, stopping the
+            # event loop and every thread for ~150 ms once or twice a run (time/gc_pause_max).
+            gc.freeze()
             pipeline = Pipeline(
                 selfplay,
                 model,
@@ -251,6 +256,7 @@ async def _session(
                             pending_plays=pending,
                         )
                         report.extra["time/loop_stall_max"] = watch.take()
+                        report.extra["time/gc_pause_max"] = watch.gc_pause()
                         evaluated = None
                         if _evaluation_due(cfg, report.iteration):
                             evaluated = report.trained_weights or await finish_in_thread(copy.deepcopy, model)
@@ -329,24 +335,42 @@ class LoopWatch:
 
     Anything slow on the loop (a file written, a model copied, a result unpickled) delays every
     shard's collection and every timeout; ``take()`` gives the worst delay since the last take,
-    in seconds, as ``time/loop_stall_max`` of each iteration.
+    in seconds, as ``time/loop_stall_max`` of each iteration. It also keeps the longest pause
+    of Python's garbage collector in this process (any thread's: a collection stops them all),
+    ``gc_pause()``, as ``time/gc_pause_max``: a stall that matches one is the collector's.
     """
 
     PERIOD = 0.01
 
     def __init__(self) -> None:
         self._worst = 0.0
+        self._gc_worst = 0.0
+        self._gc_started = 0.0
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> LoopWatch:
         self._task = asyncio.create_task(self._run(), name="asp-loop-watch")
+        gc.callbacks.append(self._on_gc)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._on_gc)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self._gc_worst = max(self._gc_worst, time.perf_counter() - self._gc_started)
+
+    def gc_pause(self) -> float:
+        """The longest garbage collection since the last call, in seconds."""
+        worst, self._gc_worst = self._gc_worst, 0.0
+        return round(worst, 6)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
