@@ -32,7 +32,7 @@ from asp.app.evaluate import match_result_of
 from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
 from asp.sync import play_games_parallel
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess import GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent, find_engine
 from asp.tinychess.openings import match_openings
 from asp.tinychess.play import BoardPlayer
@@ -198,21 +198,28 @@ def test_a_board_player_that_gives_no_move_ends_that_game_as_engine_failure() ->
 # -- faults -----------------------------------------------------------------------------------
 
 
-@pytest.mark.timeout(60)
-def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
-    tmp_path: Path, logs: list[dict[str, Any]]
-) -> None:
-    path = fake_engine(tmp_path, fail_at=3, how="exit")
+def play_against_fake(path: str, cfg: PlayConfig) -> tuple[EngineOpponent, list[GameRecord], float]:
+    """Play ``cfg`` against the fake engine at ``path`` (1 s move timeout), in this process;
+    return the opponent (closed), the records and the seconds it took."""
     opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0))
-    # One game at a time, two engine moves a game: each engine plays games 2k (two moves) and
-    # crashes at its third, the first of game 2k + 1.
-    cfg = PlayConfig(n_games=4, max_plies=4, batch_size=1, openings=match_openings(), samples=False)
     started = time.perf_counter()
     try:
         records, _ = play_games(tiny_model(), opponent, cfg)
     finally:
         opponent.close()
-    assert time.perf_counter() - started < 30
+    return opponent, records, time.perf_counter() - started
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
+    tmp_path: Path, logs: list[dict[str, Any]]
+) -> None:
+    path = fake_engine(tmp_path, fail_at=3, how="exit")
+    # One game at a time, two engine moves a game: each engine plays games 2k (two moves) and
+    # crashes at its third, the first of game 2k + 1.
+    cfg = PlayConfig(n_games=4, max_plies=4, batch_size=1, openings=match_openings(), samples=False)
+    opponent, records, seconds = play_against_fake(path, cfg)
+    assert seconds < 30
     assert [r.termination for r in records] == ["max_plies", "engine_failure"] * 2
     failed = [r for r in records if r.termination == "engine_failure"]
     assert all(r.result == "*" and r.moves == [] for r in failed)
@@ -233,13 +240,7 @@ def test_an_engine_that_hangs_fails_its_game_after_the_move_timeout_and_never_ha
     tmp_path: Path, logs: list[dict[str, Any]]
 ) -> None:
     path = fake_engine(tmp_path, fail_at=3, how="hang")
-    opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0))
-    started = time.perf_counter()
-    try:
-        records, _ = play_games(tiny_model(), opponent, PlayConfig(n_games=2, max_plies=8, samples=False))
-    finally:
-        opponent.close()
-    seconds = time.perf_counter() - started
+    opponent, records, seconds = play_against_fake(path, PlayConfig(n_games=2, max_plies=8, samples=False))
     failed = [r for r in records if r.termination == "engine_failure"]
     assert failed and all(r.result == "*" for r in failed)
     events = failures(logs)

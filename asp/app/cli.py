@@ -182,23 +182,19 @@ _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time"
 def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The EngineConfig of ``--vs stockfish``, its errors naming the options; None for other opponents."""
     from asp.errors import ConfigError
-    from asp.tinychess.engine import EngineConfig
 
     given = [option for option in _ENGINE_OPTIONS.values() if getattr(args, option[2:].replace("-", "_")) is not None]
     if args.vs != "stockfish":
         if given:
             raise ConfigError(f"{given[0]} applies to --vs stockfish only, not --vs {args.vs}")
         return None
-    try:
-        return EngineConfig(
-            path=args.engine,
-            skill=0 if args.skill is None else args.skill,
-            nodes=args.nodes if args.nodes is not None or args.move_time is not None else 100,
-            time=args.move_time,
-        )
-    except ConfigError as e:
-        message = re.sub(r"EngineConfig\.(\w+)", lambda m: _ENGINE_OPTIONS.get(m[1], m[0]), str(e))
-        raise ConfigError(message) from None
+    return _engine_from_options(
+        _ENGINE_OPTIONS,
+        path=args.engine,
+        skill=0 if args.skill is None else args.skill,
+        nodes=args.nodes if args.nodes is not None or args.move_time is not None else 100,
+        time=args.move_time,
+    )
 
 
 _TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
@@ -208,20 +204,28 @@ _TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
 def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The engine of ``asp train --eval-vs stockfish`` (its path is not part of the run)."""
     from asp.errors import ConfigError
-    from asp.tinychess.engine import EngineConfig
 
     given = [f"--{o.replace('_', '-')}" for o in ("eval_skill", "eval_nodes", "engine") if getattr(args, o) is not None]
     if args.eval_vs != "stockfish":
         if given:
             raise ConfigError(f"{given[0]} applies to --eval-vs stockfish only")
         return None
+    return _engine_from_options(
+        _TRAIN_ENGINE_OPTIONS,
+        skill=0 if args.eval_skill is None else args.eval_skill,
+        nodes=100 if args.eval_nodes is None else args.eval_nodes,
+    )
+
+
+def _engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
+    """``EngineConfig(**fields)``, its errors naming the command-line options that set the fields."""
+    from asp.errors import ConfigError
+    from asp.tinychess.engine import EngineConfig
+
     try:
-        return EngineConfig(
-            skill=0 if args.eval_skill is None else args.eval_skill,
-            nodes=100 if args.eval_nodes is None else args.eval_nodes,
-        )
+        return EngineConfig(**fields)
     except ConfigError as e:
-        message = re.sub(r"EngineConfig\.(\w+)", lambda m: _TRAIN_ENGINE_OPTIONS.get(m[1], m[0]), str(e))
+        message = re.sub(r"EngineConfig\.(\w+)", lambda m: options.get(m[1], m[0]), str(e))
         raise ConfigError(message) from None
 
 
