@@ -392,7 +392,7 @@ def test_rewarded_wins_against_a_random_mover_make_the_winning_move_likelier() -
     # iteration with freshly played games, must teach it the mate: a user sees the win rate
     # against the random mover rise.
     model = tiny()
-    trainer = Trainer(model, TrainConfig(device="cpu", lr=1e-2))
+    trainer = Trainer(model, TrainConfig(device="cpu", lr=1e-2, epochs=2))
     start = _mate_probability(model)
     wins = []
     for iteration in range(8):

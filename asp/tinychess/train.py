@@ -21,7 +21,7 @@ The algorithm, read top to bottom in :meth:`Trainer.train`:
 >>> trainer = Trainer(model, TrainConfig(device="cpu"))
 >>> metrics = trainer.train(records)
 >>> metrics["train/samples"], metrics["train/steps"]
-(12, 2)
+(12, 1)
 """
 
 from __future__ import annotations
