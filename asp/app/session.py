@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import structlog
 import torch
 
-from asp.app.evaluate import elo_from_score, match_result_of
+from asp.app.evaluate import MatchResult, match_result_of
 from asp.app.pgn import write_pgn
 from asp.app.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
 from asp.errors import ConfigError, ShardFailed
@@ -52,21 +52,7 @@ async def evaluate_vs_random(
 ) -> dict[str, Any]:
     """Score of ``model`` against a uniformly random mover over ``cfg.eval_games`` games."""
     records, stats = await selfplay.play(model, RandomMover(), cfg.eval_cfg(version))
-    draws = sum(1 for r in records if r.result == "1/2-1/2")
-    score = float(stats["score"])
-    elo = elo_from_score(score, n_games=len(records), draw_ratio=draws / len(records))
-    wins = sum(1 for r in records if r.model_score() == 1.0)
-    return {
-        "eval/score": score,
-        "eval/games": len(records),
-        "eval/wins": wins,
-        "eval/draws": draws,
-        "eval/losses": len(records) - wins - draws,
-        "eval/elo": round(elo.elo, 1),
-        "eval/elo_low": round(elo.elo_low, 1),
-        "eval/elo_high": round(elo.elo_high, 1),
-        "eval/seconds": stats["seconds"],
-    }
+    return {**_match_metrics("eval", match_result_of(records)), "eval/seconds": stats["seconds"]}
 
 
 async def evaluate_vs_engine(
@@ -82,19 +68,26 @@ async def evaluate_vs_engine(
     except (ShardFailed, EngineFailed, ConfigError) as e:
         log.warning("engine_eval_failed", engine=engine.opponent_name, error=repr(e))
         return {"eval_sf/error": repr(e)[:300]}
-    elo = result.elo
     return {
         "eval_sf/engine": engine.opponent_name,
-        "eval_sf/score": result.score,
-        "eval_sf/games": result.games,
-        "eval_sf/wins": result.wins,
-        "eval_sf/draws": result.draws,
-        "eval_sf/losses": result.losses,
+        **_match_metrics("eval_sf", result),
         "eval_sf/engine_failures": result.engine_failures,
-        "eval_sf/elo": round(elo.elo, 1),
-        "eval_sf/elo_low": round(elo.elo_low, 1),
-        "eval_sf/elo_high": round(elo.elo_high, 1),
         "eval_sf/seconds": time.perf_counter() - started,
+    }
+
+
+def _match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
+    """A match's score, W/D/L and Elo with its 95% interval, as ``prefix/...`` metrics."""
+    elo = result.elo
+    return {
+        f"{prefix}/score": result.score,
+        f"{prefix}/games": result.games,
+        f"{prefix}/wins": result.wins,
+        f"{prefix}/draws": result.draws,
+        f"{prefix}/losses": result.losses,
+        f"{prefix}/elo": round(elo.elo, 1),
+        f"{prefix}/elo_low": round(elo.elo_low, 1),
+        f"{prefix}/elo_high": round(elo.elo_high, 1),
     }
 
 
