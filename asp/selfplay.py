@@ -62,7 +62,7 @@ from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, Shar
 from asp.log import quiet_unless_configured
 from asp.shield import finish
 from asp.weights import WeightRef
-from asp.worker import ShardOutput, ShardTask, play_cfg
+from asp.worker import ShardOutput, ShardTask, check_playable, play_cfg
 
 __all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
@@ -430,11 +430,8 @@ class SelfPlay:
     def _plan(self, cfg: Any) -> tuple[list[_Shard], int]:
         """The call's shards, and the games to send a free worker at once (several shards)."""
         check_cfg(cfg)
-        if self.play_fn is play_cfg and not callable(getattr(cfg, "play", None)):
-            raise ConfigError(
-                f"SelfPlay has no play_fn and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
-                f"pass SelfPlay(play_fn=...)"
-            )
+        if self.play_fn is play_cfg:
+            check_playable(cfg)  # here, not in every worker: the error is the caller's
         batch = getattr(cfg, "batch_size", None) or None  # 0: a play_fn that plays one game at a time
         size = self.shard_games or default_shard_games(cfg.n_games, self.workers, batch or 1)
         shards = [

@@ -140,14 +140,18 @@ def play_cfg(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[An
     So the orchestrator knows no game: a game's config that has a ``play(model, opp)`` method
     (TinyChess's :class:`~asp.tinychess.PlayConfig` has) needs no play_fn.
     """
-    play = getattr(cfg, "play", None)
-    if not callable(play):
+    check_playable(cfg)
+    result: tuple[list[Any], dict[str, Any]] = cfg.play(model, opp)
+    return result
+
+
+def check_playable(cfg: Any) -> None:
+    """Raise ConfigError unless ``cfg`` can play its own games (what :func:`play_cfg` needs)."""
+    if not callable(getattr(cfg, "play", None)):
         raise ConfigError(
             f"no play_fn was given and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
             f"pass SelfPlay(play_fn=...)"
         )
-    result: tuple[list[Any], dict[str, Any]] = play(model, opp)
-    return result
 
 
 def ping() -> int:

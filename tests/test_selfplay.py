@@ -27,7 +27,7 @@ import torch
 from selfplay_helpers import Logs, events, ids, tiny, wait_until
 from torch import nn
 
-from asp import ClosedError, ConfigError, SelfPlay, ShardFailed, ShardResult
+from asp import ClosedError, ConfigError, SelfPlay, ShardFailed, ShardResult, play_games_parallel
 from asp.testing import EchoRecord, FaultConfig, fault_play
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 
@@ -666,6 +666,19 @@ def test_a_play_fn_workers_cannot_import_is_refused() -> None:
     with pytest.raises(ConfigError, match="module level.*lambda"):
         SelfPlay(play_fn=lambda model, opp, cfg: fault_play(model, opp, cfg))
     SelfPlay(play_fn=_local_play)  # module level: fine
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_without_a_play_fn_the_cfg_plays_its_own_games_or_the_call_is_refused(logs: Logs) -> None:
+    with pytest.raises(ConfigError, match=r"FaultConfig\) has no play\(model, opp\) method"):
+        play_games_parallel(tiny(), None, FaultConfig(n_games=2), workers=1)  # in this process
+    async with SelfPlay(workers=1) as selfplay:
+        with pytest.raises(ConfigError, match=r"FaultConfig\) has no play\(model, opp\) method"):
+            await selfplay.play(tiny(), None, FaultConfig(n_games=2))
+        assert not events(logs, "shard_dispatched")  # refused here, not in a worker
+        records, stats = await selfplay.play(tiny(), None, PlayConfig(n_games=2, max_plies=4))
+        assert ids(records) == [0, 1] and stats["plies"] == 8  # PlayConfig.play, PlayConfig.summarise
 
 
 @pytest.mark.timeout(90)
