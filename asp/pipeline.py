@@ -318,12 +318,12 @@ class Pipeline:
                 latest = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
                 run.latest = (version, latest)
                 run.changed.set()
+                pending = [(p.version, p.weights) for p in run.begun]
                 if iteration + 1 == end and self.overlap:
                     await asyncio.wait({player.task})  # it notes the weights of the iteration after
                     player.task.result()
-                pending = [(p.version, p.weights) for p in run.begun]
-                if self.overlap and run.after_last is not None and iteration + 1 == end:
-                    pending.append(run.after_last)
+                    if run.after_last is not None:
+                        pending.append(run.after_last)
                 overlap = sum(_overlap(p, train_started, train_ended) for p in run.begun)
                 wall = train_ended - boundary
                 busy = self.selfplay.busy_seconds - busy_before

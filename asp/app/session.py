@@ -252,7 +252,9 @@ async def _session(
                         report.extra["time/gc_pause_max"] = watch.gc_pause()
                         evaluated = None
                         if _evaluation_due(cfg, report.iteration):
-                            evaluated = report.trained_weights or await finish_in_thread(copy.deepcopy, model)
+                            evaluated = report.trained_weights
+                            if evaluated is None:  # sequential: the model itself trains on next
+                                evaluated = await finish_in_thread(copy.deepcopy, model)
                         if saving is not None:
                             notify("iteration", await saving)
                         save = _write_iteration(
