@@ -11,7 +11,8 @@ Each run times, on one thread and (by default) one pinned CPU:
 
 and the ratio asp / baseline, which factors out the speed of the machine. Runs alternate
 (asp, baseline, asp, baseline, ...) so drift in machine load hits both sides alike; medians
-are reported. Targets: >= 5,000 plies/s and ratio >= 0.33. It always exits 0.
+are reported. Targets: >= 5,000 plies/s and ratio >= 0.45 (issue 9; it was 0.33 before). It
+always exits 0.
 
     python benchmarks/bench_play.py [--runs 3] [--games G] [--cpu K] [--json out.json]
 """
@@ -33,7 +34,7 @@ import torch
 from asp.tinychess import PlayConfig, TinyChess, play_games
 
 TARGET_PLIES_PER_S = 5_000.0
-TARGET_RATIO = 0.33
+TARGET_RATIO = 0.45
 
 
 def cpu_model() -> str:

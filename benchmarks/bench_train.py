@@ -84,21 +84,30 @@ def main() -> None:
         variants.append((f"old ({args.old})", [], args.old))
     variants += [(name, VARIANTS[name], None) for name in args.only]
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
-    for _ in range(args.runs):
+    for round_ in range(args.runs):
         for name, extra, path in variants:
-            results[name].append(run_once(extra, args.iterations, path))
+            result = run_once(extra, args.iterations, path)
+            results[name].append(result)
+            print(f"run {round_ + 1}: {name}: {result['wall']:.1f} s  {describe(result)}", flush=True)
     base = statistics.median(r["wall"] for r in results[variants[0][0]])
     print(f"asp train --iterations {args.iterations}, medians of {args.runs} run(s):")
     for name, runs in results.items():
         wall = statistics.median(r["wall"] for r in runs)
-        last = runs[-1]
-        busy = "n/a" if last["busy"] is None else f"{last['busy']:.0%}"
-        stall = "n/a" if last["stall"] is None else f"{last['stall'] * 1000:.0f} ms"
-        scores = " ".join(f"{r['score']:.3f}" if r["score"] is not None else "n/a" for r in runs)
-        print(
-            f"  {name:44s} {wall:7.1f} s  x{wall / base:.2f}  scores {scores}  "
-            f"workers playing {busy}  longest loop stall {stall}"
-        )
+        print(f"  {name:44s} {wall:7.1f} s  x{wall / base:.2f}  {describe(median_of(runs))}")
+
+
+def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median of each figure over the runs that report it (None where none does)."""
+    keys = ("wall", "score", "busy", "stall")
+    known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
+    return {key: statistics.median(values) if values else None for key, values in known.items()}
+
+
+def describe(result: dict[str, Any]) -> str:
+    score = "n/a" if result["score"] is None else f"{result['score']:.3f}"
+    busy = "n/a" if result["busy"] is None else f"{result['busy']:.1%}"
+    stall = "n/a" if result["stall"] is None else f"{result['stall'] * 1000:.0f} ms"
+    return f"score {score}  workers playing {busy}  longest loop stall {stall}"
 
 
 if __name__ == "__main__":
