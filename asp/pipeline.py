@@ -106,8 +106,8 @@ class IterationReport:
     again with the same weights (``Pipeline.run(first_plays=...)``)."""
     worker_idle_seconds: float = 0.0
     """Worker-seconds, summed over the workers, spent outside any shard during ``wall_seconds``
-    (shards of any call of the SelfPlay count as busy, an evaluation's too; a shard counts when
-    its result arrives)."""
+    (shards of any call of the SelfPlay count as busy, an evaluation's too; a shard counts for
+    the time it ran within ``wall_seconds``, see :attr:`SelfPlay.busy_seconds`)."""
     trainer_idle_seconds: float = 0.0
     """Seconds of ``wall_seconds`` during which the trainer was not training."""
     extra: dict[str, Any] = field(default_factory=dict)

@@ -256,12 +256,25 @@ class SelfPlay:
         self._owner: asyncio.Task[Any] | None = None
         self._idle_deaths = [0] * workers
         self._busy = 0.0
+        self._flights: dict[int, _Flight] = {}  # the running call's (one call at a time)
 
     @property
     def busy_seconds(self) -> float:
-        """Seconds the workers have spent inside shards whose results were taken, summed over
-        workers, since this SelfPlay started (every call: play, stream, evaluation...)."""
-        return self._busy
+        """Seconds the workers have spent inside shards, summed over workers, since this
+        SelfPlay started (every call: play, stream, evaluation...), up to now.
+
+        A shard whose result came counts the seconds its worker measured; one still running,
+        the seconds since it was sent; one that failed, was given up on or was cancelled, the
+        seconds from its sending to its end. So the figure grows while shards run, and the
+        difference between two readings is the busy time between them (within a few
+        milliseconds of sending and returning), not the time of the shards that ended there.
+        """
+        now = time.monotonic()
+        return self._busy + sum(now - flight.dispatched for flight in self._flights.values())
+
+    def _ended(self, flight: _Flight) -> None:
+        """Count the time of a flight that ends without a result: it was busy until now."""
+        self._busy += time.monotonic() - flight.dispatched
 
     @property
     def pids(self) -> list[int | None]:
@@ -467,6 +480,7 @@ class SelfPlay:
             backend = self._backend
             model_ref, opp_ref = await self._publish(model, opp, cfg)
             flights: dict[int, _Flight] = {}
+            self._flights = flights
             looked = 0.0
             call = log.bind(model_version=model_ref.version, publication=model_ref.publication)
             try:
@@ -491,6 +505,7 @@ class SelfPlay:
                         states = await backend.states(list(flights))
                         for flight, overdue in self._overdue(flights, states):
                             del flights[flight.slot]
+                            self._ended(flight)
                             await self._give_up_on(flight, overdue, queue, figures, call)
                         if self.shard_games is None:
                             self._offer(flights, states, queue)
@@ -498,6 +513,7 @@ class SelfPlay:
             finally:
                 if flights:
                     await self._cancel_flights(flights, call)
+                self._flights = {}
 
     async def _dispatch(
         self,
@@ -631,6 +647,7 @@ class SelfPlay:
                 out.node,
                 tuple(sorted(s.index for s in played)),
             )
+        self._ended(flight)
         self._check_still_open()  # a shard that aclose() stopped is no failure of the shard
         taken = await self._taken(flight)
         if isinstance(exc, UnreadableResult):
@@ -749,6 +766,7 @@ class SelfPlay:
             await finish(self._stop_flights(flights, call))
         finally:
             for flight in flights.values():
+                self._ended(flight)
                 if not flight.future.done():
                     self._backend.kill_now(flight.slot)
             flights.clear()

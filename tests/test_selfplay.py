@@ -160,6 +160,38 @@ async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) ->
     assert len(events(logs, "pool_started")) == 1
 
 
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_busy_seconds_count_the_shards_while_they_run() -> None:
+    """busy_seconds grows while a shard runs, so that two readings give the busy time between
+    them (the pipeline's per-iteration idle time), not the time of the shards that ended there."""
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=2) as selfplay:
+        task = asyncio.create_task(selfplay.play(tiny(), None, slow(4)))  # two shards of ~2 s
+        await wait_until(both_slots_busy(selfplay))
+        began, before = time.monotonic(), selfplay.busy_seconds
+        await asyncio.sleep(0.5)  # each shard takes 2 s at least: neither ends meanwhile
+        during, elapsed = selfplay.busy_seconds - before, time.monotonic() - began
+        assert not task.done()
+        # two workers busy all along (before the fix: 0 until a result came)
+        assert during == pytest.approx(2 * elapsed, abs=0.01)
+        _, stats = await task
+        total = selfplay.busy_seconds
+        await asyncio.sleep(0.2)
+        assert selfplay.busy_seconds == total  # nothing runs: nothing more counts
+        assert 0.9 * stats["seconds"] * 2 <= total <= stats["seconds"] * 2 + 0.1
+
+        # A cancelled call counts its shards until they stopped.
+        task = asyncio.create_task(selfplay.play(tiny(), None, slow(4)))
+        await wait_until(lambda: selfplay.busy_seconds >= total + 0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        stopped = selfplay.busy_seconds
+        assert stopped >= total + 0.5
+        await asyncio.sleep(0.2)
+        assert selfplay.busy_seconds == stopped
+
+
 # -- faults ----------------------------------------------------------------------------------
 
 
