@@ -46,7 +46,8 @@ def _planes(features: torch.Tensor) -> torch.Tensor:
 
 
 def _reference_planes(board: chess.Board) -> torch.Tensor:
-    """The 13 planes written out square by square, in the side to move's frame."""
+    """The 15 planes written out square by square, in the side to move's frame: the attacked
+    squares from python-chess's ``is_attacked_by``, one square after the other."""
     planes = torch.zeros(N_PLANES, 64)
     flip = 0 if board.turn == chess.WHITE else 56
     for square, piece in board.piece_map().items():
@@ -54,13 +55,16 @@ def _reference_planes(board: chess.Board) -> torch.Tensor:
         planes[plane, square ^ flip] = 1.0
     if board.ep_square is not None:
         planes[12, board.ep_square ^ flip] = 1.0
+    for square in chess.SQUARES:
+        planes[13, square ^ flip] = float(board.is_attacked_by(board.turn, square))
+        planes[14, square ^ flip] = float(board.is_attacked_by(not board.turn, square))
     return planes
 
 
 def test_shape_and_dtype() -> None:
     boards_ = [chess.Board(fen) for fen in START_FENS]
     features = encode_boards(boards_)
-    assert N_FEATURES == N_PLANES * 64 + N_SCALARS == 839
+    assert N_FEATURES == N_PLANES * 64 + N_SCALARS == 967
     assert features.shape == (len(boards_), N_FEATURES)
     assert features.dtype == torch.float32
     assert encode_boards([chess.Board()], [0]).shape == (1, N_FEATURES)
@@ -79,8 +83,11 @@ def test_initial_position_planes() -> None:
     assert planes[11].nonzero().flatten().tolist() == [chess.E8]  # opponent's king
     assert planes[4].nonzero().flatten().tolist() == [chess.D1]  # own queen
     assert planes[10].nonzero().flatten().tolist() == [chess.D8]
-    assert planes.sum() == 32
+    assert planes[:12].sum() == 32
     assert planes[12].sum() == 0
+    # Each side attacks b1..g1, its second rank and its third rank (mirrored, for the opponent).
+    assert planes[13].nonzero().flatten().tolist() == list(range(1, 7)) + list(range(8, 24))
+    assert torch.equal(planes[14].reshape(8, 8), planes[13].reshape(8, 8).flip(0))
 
 
 def test_black_to_move_sees_itself_at_the_bottom() -> None:

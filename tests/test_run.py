@@ -196,7 +196,7 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
 
     raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
-    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 1)
+    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 2)
     data = load_checkpoint(run.checkpoint)
     assert (data["next_iteration"], data["version"], data["trainer_steps"]) == (3, 3, trainer.steps)
     assert RunConfig.from_dict(data["config"]) == cfg
@@ -273,6 +273,14 @@ def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path,
     if path.is_file():
         with pytest.raises(RunError, match=str(path)):
             model_from_checkpoint(path)
+
+
+def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
+    data = torch.load(checkpoint, weights_only=True)
+    data["format_version"] = 1  # what asp wrote before the attacked-squares planes
+    torch.save(data, checkpoint)
+    with pytest.raises(RunError, match=r"format version 1, expected 2 \(made by an older asp, whose network"):
+        model_from_checkpoint(checkpoint)
 
 
 def _a_whole_pickled_model(checkpoint: Path) -> Path:

@@ -50,7 +50,8 @@ __all__ = [
 
 CHECKPOINT = "checkpoint.pt"
 FORMAT = "asp-tinychess-run"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""
 
 
 class RunError(AspError):
@@ -183,7 +184,11 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise RunError(f"{path}: not an asp TinyChess run checkpoint")
     if data.get("format_version") != FORMAT_VERSION:
-        raise RunError(f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}")
+        older = data.get("format_version") == 1
+        why = " (made by an older asp, whose network reads no attacked-squares planes)" if older else ""
+        raise RunError(
+            f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}{why}"
+        )
     return data
 
 

@@ -88,7 +88,7 @@ class PlayConfig:
 
     samples: bool = True
     """Send back, with each record, what the model saw and chose at each of its plies
-    (:class:`~asp.tinychess.records.PlyData`, about 180 bytes a ply), so that training needs
+    (:class:`~asp.tinychess.records.PlyData`, about 190 bytes a ply), so that training needs
     no replay of the game. Evaluation games can do without."""
 
     def play(self, model: nn.Module, opp: nn.Module | None) -> tuple[list[GameRecord], dict[str, Any]]:
