@@ -118,6 +118,8 @@ def params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
         ("clip", 11.0),
         ("value_coef", -1.0),
         ("entropy_coef", 10.5),
+        ("outcome_gamma", 1.01),
+        ("outcome_gamma", -0.1),
         ("max_grad_norm", 0.0),
         ("batch_size", 0),
         ("batch_size", 65537),
@@ -139,6 +141,8 @@ def test_train_config_rejects_a_bad_value_naming_the_field(field: str, value: ob
 
 def test_train_config_accepts_its_bounds() -> None:
     TrainConfig(lr=1.0, weight_decay=0.0, clip=10.0, value_coef=0.0, entropy_coef=0.0, max_grad_norm=1000.0)
+    TrainConfig(outcome_gamma=0.0, gamma=0.0)
+    TrainConfig(outcome_gamma=1.0, gamma=1.0)
     TrainConfig(batch_size=1, epochs=100, seed=2**63 - 1, device="cuda:1")
     TrainConfig(batch_size=65536, epochs=1, seed=0, weight_decay=1.0, lr=1, device="cpu")
 
@@ -171,7 +175,7 @@ def test_device_auto_picks_the_cpu_on_a_machine_without_cuda() -> None:
 
 def test_self_play_makes_a_sample_of_every_ply_with_the_outcome_from_the_movers_side() -> None:
     rec = record(FOOLS_MATE, "0-1")
-    samples = make_samples([rec])
+    samples = make_samples([rec], outcome_gamma=1.0)
     plies = replay(rec)
     assert isinstance(samples, Samples)
     assert len(samples) == 4
@@ -197,7 +201,7 @@ def test_against_an_opponent_only_the_models_plies_are_samples(
     white: str, black: str, plies: list[int], z: list[float]
 ) -> None:
     rec = record(FOOLS_MATE, "0-1", white=white, black=black)
-    samples = make_samples([rec])
+    samples = make_samples([rec], outcome_gamma=1.0)
     positions = replay(rec)
     assert len(samples) == len(plies)
     assert samples.z.tolist() == z
@@ -225,6 +229,16 @@ def test_material_gain_credits_the_capture_and_its_discounted_lead_up() -> None:
     assert undiscounted.material.tolist() == [1.0, -1.0, 1.0]  # the final lead, seen from each mover
 
 
+def test_the_outcome_is_discounted_by_the_plies_to_the_end() -> None:
+    # Fool's mate, 4 plies: the mating move gets the whole win, each earlier ply half as much.
+    samples = make_samples([record(FOOLS_MATE, "0-1")], outcome_gamma=0.5)
+    assert samples.z.tolist() == [-0.125, 0.25, -0.5, 1.0]
+    assert make_samples([record(FOOLS_MATE, "0-1")], outcome_gamma=1.0).z.tolist() == [-1.0, 1.0, -1.0, 1.0]
+    # The model as Black only: its plies 1 and 3 are 2 plies and 0 plies from the end.
+    black = make_samples([record(FOOLS_MATE, "0-1", white=OPPONENT)], outcome_gamma=0.5)
+    assert black.z.tolist() == [0.25, 1.0]
+
+
 def test_a_draw_is_zero_for_both_sides() -> None:
     samples = make_samples([record(["e2e4", "e7e5", "g1f3"], "1/2-1/2")])
     assert samples.z.tolist() == [0.0, 0.0, 0.0]
@@ -235,13 +249,14 @@ def test_samples_of_played_games_match_the_games(against_random: bool) -> None:
     opponent = RandomMover() if against_random else None
     cfg = PlayConfig(n_games=6, max_plies=30, adjudication_margin=1, seed=3)
     records, _ = play_games(tiny(), opponent, cfg)
-    samples = make_samples(records)
+    samples = make_samples(records, outcome_gamma=0.9)
 
     want_z, want_actions, want_logp = [], [], []
     for rec in records:
         for i, (board, move) in enumerate(replay(rec)):
             if mover_is_model(rec, board):
-                want_z.append(white_z(rec) if board.turn == chess.WHITE else -white_z(rec))
+                z = white_z(rec) if board.turn == chess.WHITE else -white_z(rec)
+                want_z.append(z * 0.9 ** (len(rec.moves) - 1 - i))
                 want_actions.append(move_index(move, board.turn))
                 want_logp.append(rec.logprobs[i])
     model_plies = sum(len(r.moves) for r in records)
@@ -249,7 +264,7 @@ def test_samples_of_played_games_match_the_games(against_random: bool) -> None:
         # The model plays White in even games and Black in odd ones: about half the plies.
         model_plies = sum((len(r.moves) + (r.game_id % 2 == 0)) // 2 for r in records)
     assert len(samples) == len(want_z) == model_plies > 0
-    assert samples.z.tolist() == want_z
+    assert samples.z.tolist() == pytest.approx(want_z)
     assert samples.actions.tolist() == want_actions
     assert samples.old_logp.tolist() == pytest.approx(want_logp)
     assert all(a in legal for a, legal in zip(samples.actions.tolist(), samples.legal, strict=True))
@@ -307,7 +322,7 @@ def test_play_data_is_compact_and_can_be_left_out() -> None:
         assert data is not None
         assert data.plies.tolist() == list(range(len(record.moves)))  # self-play: every ply
         assert len(data.leads) == len(record.moves) + 1 and data.leads[0] == 0
-        assert data.nbytes < 250 * len(record.moves)  # against 3,356 bytes a ply as float features
+        assert data.nbytes < 250 * len(record.moves)  # against 3,868 bytes a ply as float features
     records, _ = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=1, samples=False))
     assert all(r.samples is None for r in records)
 

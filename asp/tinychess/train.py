@@ -4,9 +4,10 @@ The algorithm, read top to bottom in :meth:`Trainer.train`:
 
 1. Every ply a model played becomes a sample: the board (encoded as in play), the move's
    policy index, the legal moves, the log-probability the move had when it was played
-   (``GameRecord.logprobs``) and its return G = z + material_weight * M: z in {-1, 0, 1} is
-   the game's outcome from the mover's side (games cut at ``max_plies`` count as adjudicated
-   by material) and M the discounted material the mover's side won from this ply on.
+   (``GameRecord.logprobs``) and its return G = z + material_weight * M: z is the game's
+   outcome from the mover's side (1 win, 0 draw, -1 loss; games cut at ``max_plies`` count
+   as adjudicated by material) discounted by ``outcome_gamma`` per ply between the move and
+   the game's end, and M the discounted material the mover's side won from this ply on.
 2. The value head learns G (clipped to [-1, 1]) by mean squared error.
 3. The policy learns from the advantage A = G - V(s) (V detached) with PPO's clipped
    objective: with r = pi_new(a|s) / pi_old(a|s), the loss is -min(r A, clip(r, 1-eps, 1+eps) A).
@@ -82,6 +83,13 @@ class TrainConfig:
     moves that win or lose material, on top of the game's outcome (see :func:`make_samples`)."""
     gamma: float = 0.95
     """Per-ply discount of the material reward (0 to 1): how far ahead a move gets credit."""
+    outcome_gamma: float = 0.95
+    """Per-ply discount of the game's outcome (0 to 1): a move d plies before the game's end
+    gets z * outcome_gamma**d, so a quicker win is worth more and a quicker loss costs more,
+    and a move is judged by what followed it closely rather than by a result 100 plies later.
+    The default ``asp train``'s scores against the random mover at iterations 20-40 averaged
+    0.90 with 0.95, 0.88 with 0.98, 0.87 with 0.9, 0.86 with 0.99 and 0.85 with 1 (no
+    discount), one run each at seed 0."""
 
     def __post_init__(self) -> None:
         for name, low, high, open_low in (
@@ -93,6 +101,7 @@ class TrainConfig:
             ("max_grad_norm", 0.0, 1000.0, True),
             ("material_weight", 0.0, 1.0, False),
             ("gamma", 0.0, 1.0, False),
+            ("outcome_gamma", 0.0, 1.0, False),
         ):
             value = getattr(self, name)
             ok = isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
@@ -167,21 +176,22 @@ def _samples(
     return Samples(features, actions, torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal_flat, start)
 
 
-def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Samples:
+def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_gamma: float = 0.95) -> Samples:
     """Turn every ply the model played in ``records`` into a sample.
 
     Records that carry :class:`~asp.tinychess.records.PlyData` (self-play's default) are
     read from it, with no replay; the others are replayed with python-chess. Both ways give
     the same samples.
 
-    Besides the outcome ``z``, each sample gets ``material``: the material balance's change
+    The outcome ``z`` is the game's result from the mover's side times outcome_gamma**d, d
+    the plies after the move (0 for the last). Besides it, each sample gets ``material``: the material balance's change
     over the rest of the game, sum over k >= t of gamma**(k - t) * (m[k+1] - m[k]), where m is
     the mover's material minus the opponent's (pawn 1, knight 3, bishop 3, rook 5, queen 9).
     With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
     the very criterion of adjudication at the ply cap.
     """
     if records and all(r.samples is not None for r in records):
-        return _read_samples(records, gamma)
+        return _read_samples(records, gamma, outcome_gamma)
     boards: list[chess.Board] = []
     repetitions: list[int] = []
     actions: list[int] = []
@@ -203,7 +213,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
                 repetitions.append(seen[placement_key(board)] - 1)
                 actions.append(move_index(move, board.turn))
                 old_logp.append(logp)
-                z.append(white_z if board.turn == chess.WHITE else -white_z)
+                z.append(_outcome(white_z if board.turn == chess.WHITE else -white_z, ply, record, outcome_gamma))
                 legal.append(legal_move_indices(board)[1])
                 model_plies.append((ply, board.turn == chess.WHITE))
             board.push(move)
@@ -223,7 +233,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95) -> Sampl
     )
 
 
-def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
+def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: float) -> Samples:
     """:func:`make_samples` from the records' PlyData: what play encoded, no replay."""
     data = [r.samples for r in records if r.samples is not None]
     old_logp: list[float] = []
@@ -236,7 +246,7 @@ def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
         for ply in ply_data.plies.tolist():
             white = white_first == (ply % 2 == 0)
             old_logp.append(record.logprobs[ply])
-            z.append(white_z if white else -white_z)
+            z.append(_outcome(white_z if white else -white_z, ply, record, outcome_gamma))
             gains.append(gain[ply] if white else -gain[ply])
     features = unpack_boards(np.concatenate([d.bitboards for d in data]), np.concatenate([d.scalars for d in data]))
     return _samples(
@@ -248,6 +258,11 @@ def _read_samples(records: Sequence[GameRecord], gamma: float) -> Samples:
         torch.from_numpy(np.concatenate([d.legal for d in data]).astype(np.int64)),
         torch.from_numpy(np.concatenate([d.legal_counts for d in data]).astype(np.int64)),
     )
+
+
+def _outcome(z: float, ply: int, record: GameRecord, outcome_gamma: float) -> float:
+    """The outcome ``z`` discounted by the plies between ``ply`` and the game's end."""
+    return z * outcome_gamma ** (len(record.moves) - 1 - ply)
 
 
 def _discounted_gains(leads: list[int], gamma: float) -> list[float]:
@@ -273,7 +288,7 @@ class Trainer:
     def train(self, records: Sequence[GameRecord]) -> dict[str, Any]:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
-        samples = make_samples(records, gamma=self.cfg.gamma)
+        samples = make_samples(records, gamma=self.cfg.gamma, outcome_gamma=self.cfg.outcome_gamma)
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
