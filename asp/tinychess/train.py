@@ -184,9 +184,10 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
     the same samples.
 
     The outcome ``z`` is the game's result from the mover's side times outcome_gamma**d, d
-    the plies after the move (0 for the last). Besides it, each sample gets ``material``: the material balance's change
-    over the rest of the game, sum over k >= t of gamma**(k - t) * (m[k+1] - m[k]), where m is
-    the mover's material minus the opponent's (pawn 1, knight 3, bishop 3, rook 5, queen 9).
+    the plies after the move (0 for the last). Besides it, each sample gets ``material``: the
+    material balance's change over the rest of the game, sum over k >= t of
+    gamma**(k - t) * (m[k+1] - m[k]), where m is the mover's material minus the opponent's
+    (pawn 1, knight 3, bishop 3, rook 5, queen 9).
     With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
     the very criterion of adjudication at the ply cap.
     """
