@@ -30,7 +30,7 @@ from asp.errors import ConfigError
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
-__all__ = ["Loader", "ShardOutput", "ShardTask", "initialize", "play_cfg", "play_task", "run_shard"]
+__all__ = ["Loader", "ShardOutput", "ShardTask", "die_with_parent", "initialize", "play_cfg", "play_task", "run_shard"]
 
 log = structlog.get_logger("asp.worker")
 
@@ -73,7 +73,12 @@ class ShardOutput:
     the first ``offers_taken`` offers made to this shard are part of its result."""
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
+    """Make this process exit when ``parent_pid``, its parent, dies, even by SIGKILL.
+
+    A spawn child holds both ends of its task queue's pipe, so it never sees the end of it:
+    without this, a child of a killed coordinator waits on its queue forever.
+    """
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -109,7 +114,7 @@ def initialize(
     # cancels and then stops the workers), so workers ignore it instead of printing tracebacks.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging(fmt=log_settings[0], level=log_settings[1])
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     set_threads(threads)
     _stack_file = open(os.path.join(stack_dir, f"stack-{os.getpid()}.txt"), "w")  # noqa: SIM115
     faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)

@@ -16,6 +16,7 @@ import functools
 import gc
 import math
 import multiprocessing
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.train import Trainer
+from asp.worker import die_with_parent
 
 __all__ = ["evaluate_vs_engine", "evaluate_vs_random", "train_session"]
 
@@ -416,14 +418,18 @@ def _writer() -> concurrent.futures.ProcessPoolExecutor:
     (measured with a loop watch); in a process of their own they do not touch the loop.
     """
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_writer_started
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_writer_started,
+        initargs=(os.getpid(),),
     )
 
 
-def _writer_started() -> None:
+def _writer_started(parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group: the coordinator stops the run, and the write in
     # progress must finish, so the writer ignores it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(parent_pid)
 
 
 def _in_process(writer: concurrent.futures.Executor, func: Callable[..., T], *args: Any) -> T:
