@@ -32,10 +32,13 @@ from asp.app.run import (
     RunConfig,
     RunDir,
     RunError,
+    checkpoint_state,
     load_checkpoint,
     model_from_checkpoint,
+    pending_plays,
 )
 from asp.app.session import train_session
+from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.train import TrainConfig, Trainer
@@ -217,6 +220,28 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
         assert not model.training
         assert model.cfg == cfg.model
         assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
+
+
+def test_the_first_pending_plays_weights_are_stored_once(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    trainer = trained(cfg)
+    weights = TinyChess(cfg.model).state_dict()
+    size = sum(t.numel() * t.element_size() for t in weights.values())
+    sizes = []
+    for name, play_weights in (("alone", None), ("both", weights)):
+        path = tmp_path / f"{name}.pt"
+        state = checkpoint_state(
+            trainer, cfg, next_iteration=3, version=3, play_weights=play_weights, pending_plays=[(2, weights)]
+        )
+        save_atomic(state, path)
+        sizes.append(path.stat().st_size)
+        data = load_checkpoint(path)
+        assert pending_plays(data)[0][0] == 2
+        for key, tensor in weights.items():
+            assert torch.equal(data["pending_plays"][0]["weights"][key], tensor), key
+            if play_weights is not None:
+                assert torch.equal(data["play_weights"][key], tensor), key
+    assert sizes[1] - sizes[0] < size / 4  # not a second copy of the weights
 
 
 def test_saving_again_replaces_the_checkpoint(checkpoint: Path) -> None:

@@ -206,8 +206,10 @@ def checkpoint_state(
     A state_dict holds the live tensors; the copy lets another thread write the checkpoint
     while this one goes on. ``pending_plays`` are the ``(version, state_dict)`` of the later
     iterations whose self-play had begun (``play_weights``, the first one's, stays for older
-    readers).
+    readers: when it is that very dict, it shares the copy, which ``torch.save`` stores once).
     """
+    pending = [(version, state, _detached(state)) for version, state in pending_plays or []]
+    shared = [copied for _, state, copied in pending if state is play_weights]
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -216,8 +218,8 @@ def checkpoint_state(
         "version": version,
         "model": _detached(trainer.model.state_dict()),
         "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
-        "play_weights": None if play_weights is None else _detached(play_weights),
-        "pending_plays": [{"version": v, "weights": _detached(w)} for v, w in pending_plays or []],
+        "play_weights": shared[0] if shared else None if play_weights is None else _detached(play_weights),
+        "pending_plays": [{"version": version, "weights": copied} for version, _, copied in pending],
         "trainer_rng": trainer.rng.getstate(),
         "trainer_steps": trainer.steps,
         "torch_rng": torch.get_rng_state(),
