@@ -208,8 +208,10 @@ def checkpoint_state(
     iterations whose self-play had begun (``play_weights``, the first one's, stays for older
     readers: when it is that very dict, it shares the copy, which ``torch.save`` stores once).
     """
-    pending = [(version, state, _detached(state)) for version, state in pending_plays or []]
-    shared = [copied for _, state, copied in pending if state is play_weights]
+    pending = [(played_by, weights, _detached(weights)) for played_by, weights in pending_plays or []]
+    play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)
+    if play_copy is None and play_weights is not None:
+        play_copy = _detached(play_weights)
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -218,8 +220,8 @@ def checkpoint_state(
         "version": version,
         "model": _detached(trainer.model.state_dict()),
         "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
-        "play_weights": shared[0] if shared else None if play_weights is None else _detached(play_weights),
-        "pending_plays": [{"version": version, "weights": copied} for version, _, copied in pending],
+        "play_weights": play_copy,
+        "pending_plays": [{"version": played_by, "weights": copied} for played_by, _, copied in pending],
         "trainer_rng": trainer.rng.getstate(),
         "trainer_steps": trainer.steps,
         "torch_rng": torch.get_rng_state(),
