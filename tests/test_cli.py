@@ -192,6 +192,9 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
     assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8
     assert lines[1]["eval/elo_low"] <= lines[1]["eval/elo"] <= lines[1]["eval/elo_high"]
+    endings = lines[1]["eval/endings"]  # e.g. {"draw/max_plies": 5, "win/checkmate": 1, ...}
+    assert sum(endings.values()) == 8
+    assert sum(n for key, n in endings.items() if key.startswith("win/")) == lines[1]["eval/wins"]
 
     events = [json.loads(line)["event"] for line in (run / "log.jsonl").read_text().splitlines()]
     assert events.count("pool_started") == 1 and events.count("iteration_done") == 2

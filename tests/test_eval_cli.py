@@ -195,6 +195,7 @@ def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) ->
     assert line["eval_sf/engine"] == "stockfish skill 0 nodes 20"
     assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4
     assert 0.0 <= line["eval_sf/score"] <= 1.0 and line["eval_sf/elo_low"] <= line["eval_sf/elo_high"]
+    assert sum(line["eval_sf/endings"].values()) == line["eval_sf/games"]
     assert "eval/score" in line  # the random mover too
     stored = json.loads((tmp_path / "run" / "config.json").read_text())
     assert stored["eval_engine"]["nodes"] == 20 and stored["eval_engine"]["path"] is None

@@ -510,3 +510,25 @@ async def test_the_loop_watch_sees_a_stall_and_a_garbage_collection() -> None:
         assert watch.take() >= 0.07
         assert watch.gc_pause() > 0.0
         assert watch.take() < 0.07 and watch.gc_pause() == 0.0  # each take starts afresh
+
+
+def test_endings_count_the_models_outcomes_by_termination_and_leave_out_what_is_not_scored() -> None:
+    from asp.tinychess import MODEL, GameRecord
+
+    def game(result: str, termination: str, white: str = MODEL, black: str = "random") -> GameRecord:
+        return GameRecord(0, [], result, termination, "", white, black, 0)
+
+    records = [
+        game("1-0", "max_plies"),  # a win by adjudication at the ply cap
+        game("0-1", "checkmate", white="random", black=MODEL),  # the model mates as Black
+        game("1-0", "checkmate", white="random", black=MODEL),  # and is mated as Black
+        game("1/2-1/2", "stalemate"),
+        game("*", "engine_failure"),  # not scored
+        game("1-0", "checkmate", white=MODEL, black=MODEL),  # self-play: no side to score
+    ]
+    assert asp.app.session.endings(records) == {
+        "draw/stalemate": 1,
+        "loss/checkmate": 1,
+        "win/checkmate": 1,
+        "win/max_plies": 1,
+    }

@@ -19,7 +19,8 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,10 +37,11 @@ from asp.shield import finish_in_thread, finish_thread_call, wait_out
 from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
+from asp.tinychess.records import GameRecord
 from asp.tinychess.train import Trainer
 from asp.worker import die_with_parent
 
-__all__ = ["evaluate_vs_engine", "evaluate_vs_random", "train_session"]
+__all__ = ["endings", "evaluate_vs_engine", "evaluate_vs_random", "train_session"]
 
 log = structlog.get_logger("asp.train")
 
@@ -54,7 +56,11 @@ async def evaluate_vs_random(
 ) -> dict[str, Any]:
     """Score of ``model`` against a uniformly random mover over ``cfg.eval_games`` games."""
     records, stats = await selfplay.play(model, RandomMover(), cfg.eval_cfg(version))
-    return {**_match_metrics("eval", match_result_of(records)), "eval/seconds": stats["seconds"]}
+    return {
+        **_match_metrics("eval", match_result_of(records)),
+        "eval/endings": endings(records),
+        "eval/seconds": stats["seconds"],
+    }
 
 
 async def evaluate_vs_engine(
@@ -73,9 +79,29 @@ async def evaluate_vs_engine(
     return {
         "eval_sf/engine": engine.opponent_name,
         **_match_metrics("eval_sf", result),
+        "eval_sf/endings": endings(records),
         "eval_sf/engine_failures": result.engine_failures,
         "eval_sf/seconds": time.perf_counter() - started,
     }
+
+
+def endings(records: Sequence[GameRecord]) -> dict[str, int]:
+    """How the scored games against an opponent ended, from the model's side: counts keyed
+    ``outcome/termination``. A win or loss by ``max_plies`` is an adjudication by material at
+    the ply cap, not a mate; games that ended by engine failure are left out, as in the score.
+
+    >>> from asp.tinychess import GameRecord
+    >>> game = lambda result, termination: GameRecord(0, [], result, termination, "", "model", "random", 0)
+    >>> endings([game("1-0", "max_plies"), game("0-1", "checkmate"), game("1-0", "max_plies")])
+    {'loss/checkmate': 1, 'win/max_plies': 2}
+    """
+    names = {1.0: "win", 0.5: "draw", 0.0: "loss"}
+    counts = Counter(
+        f"{names[points]}/{record.termination}"
+        for record in records
+        if record.termination != "engine_failure" and (points := record.model_score()) is not None
+    )
+    return dict(sorted(counts.items()))
 
 
 def _match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
