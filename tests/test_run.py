@@ -13,6 +13,7 @@ import gc
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -136,6 +137,23 @@ def test_run_config_play_configs_give_each_iteration_its_own_games_and_seed() ->
 def test_run_config_round_trips_through_a_dict_and_json() -> None:
     cfg = tiny_config(overlap=False, train=TrainConfig(lr=0.01, device="cpu"))
     assert RunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+@pytest.mark.parametrize(
+    ("spoil", "named"),
+    [
+        (lambda d: d.update(playouts=3), "RunConfig has no field 'playouts'"),
+        (lambda d: d["train"].update(gae_lambda=0.8), "RunConfig.train has no field 'gae_lambda'"),
+        (lambda d: d["model"].update(heads=4, width=2), "RunConfig.model has no field 'heads', 'width'"),
+        (lambda d: d.update(eval_engine={"skil": 1}), "RunConfig.eval_engine has no field 'skil'"),
+        (lambda d: d.update(train=[1]), "RunConfig.train must be a mapping of its fields, got list"),
+    ],
+)
+def test_run_config_from_a_dict_names_a_field_it_does_not_know(spoil: Callable[[Any], None], named: str) -> None:
+    data = json.loads(json.dumps(tiny_config().to_dict()))
+    spoil(data)
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        RunConfig.from_dict(data)
 
 
 # -- RunDir.create and stored_config ---------------------------------------------------------
@@ -283,9 +301,32 @@ def _other_format_version(checkpoint: Path) -> Path:
     return checkpoint
 
 
+def _a_config_field_of_another_asp(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    data["config"]["train"]["gae_lambda"] = 0.8  # a field this asp does not have
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
+def _a_config_without_its_model(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    del data["config"]["model"]
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
 @pytest.mark.parametrize(
     "spoil",
-    [_missing, _a_directory, _truncated, _foreign_torch_file, _random_bytes, _other_format_version],
+    [
+        _missing,
+        _a_directory,
+        _truncated,
+        _foreign_torch_file,
+        _random_bytes,
+        _other_format_version,
+        _a_config_field_of_another_asp,
+        _a_config_without_its_model,
+    ],
 )
 def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path, spoil: object) -> None:
     path = spoil(checkpoint)  # type: ignore[operator]

@@ -161,17 +161,42 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        data = dict(data)
-        model = ModelConfig(**data.pop("model"))
-        train = TrainConfig(**data.pop("train"))
+        """The config that :meth:`to_dict` wrote. A field this asp does not know (a run made by
+        another version of asp, a hand-edited config.json) raises ConfigError naming it.
+
+        >>> RunConfig.from_dict({**RunConfig().to_dict(), "train": {"gae_lambda": 0.8}})
+        Traceback (most recent call last):
+        ...
+        asp.errors.ConfigError: RunConfig.train has no field 'gae_lambda' (a run of another version of asp?); ...
+        """
+        data = _fields_of("RunConfig", cls, data)
+        model = ModelConfig(**_fields_of("RunConfig.model", ModelConfig, data.pop("model")))
+        train = TrainConfig(**_fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)
-        return cls(model=model, train=train, eval_engine=EngineConfig(**engine) if engine is not None else None, **data)
+        if engine is not None:
+            engine = EngineConfig(**_fields_of("RunConfig.eval_engine", EngineConfig, engine))
+        return cls(model=model, train=train, eval_engine=engine, **data)
+
+
+def _fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:
+    """``data`` as keyword arguments of the dataclass ``cls``; ConfigError names what is not one."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{owner} must be a mapping of its fields, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [repr(key) for key in data if key not in names]
+    if unknown:
+        raise ConfigError(
+            f"{owner} has no field {', '.join(unknown)} (a run of another version of asp?); "
+            f"its fields: {', '.join(names)}"
+        )
+    return dict(data)
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load and check a run checkpoint (``weights_only=True``).
 
-    :raises RunError: naming the path, if it is missing, truncated, or not an asp run checkpoint.
+    :raises RunError: naming the path, if it is missing, truncated, not an asp run checkpoint,
+        or holds a config that this asp cannot read.
     """
     path = Path(path)
     if not path.is_file():
@@ -189,6 +214,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise RunError(
             f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}{why}"
         )
+    try:
+        RunConfig.from_dict(data["config"])
+    except (ConfigError, KeyError, TypeError) as e:
+        raise RunError(f"{path}: its run config is not one this asp reads ({type(e).__name__}: {e})") from None
     return data
 
 
