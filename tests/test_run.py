@@ -41,7 +41,7 @@ from asp.app.run import (
 from asp.app.session import train_session
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess import MODEL, GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.train import TrainConfig, Trainer
 
 TINY = ModelConfig(hidden=16, blocks=0)
@@ -554,8 +554,6 @@ async def test_the_loop_watch_sees_a_stall_and_a_garbage_collection() -> None:
 
 
 def test_endings_count_the_models_outcomes_by_termination_and_leave_out_what_is_not_scored() -> None:
-    from asp.tinychess import MODEL, GameRecord
-
     def game(result: str, termination: str, white: str = MODEL, black: str = "random") -> GameRecord:
         return GameRecord(0, [], result, termination, "", white, black, 0)
 
