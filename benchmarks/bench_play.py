@@ -12,14 +12,17 @@ Each run times, on one thread and (by default) one pinned CPU:
 and the ratio asp / baseline, which factors out the speed of the machine. Runs alternate
 (asp, baseline, asp, baseline, ...) so drift in machine load hits both sides alike; medians
 are reported. Targets: >= 5,000 plies/s and ratio >= 0.45 (issue 9; it was 0.33 before). It
-always exits 0.
+always exits 0. ``--mate-in-one`` times asp with ``PlayConfig(mate_in_one=True)``, as ``asp
+train``'s self-play plays: the untrained model then mates whenever it can, so its games are
+shorter, and each of its plies also looks for a mate in one.
 
-    python benchmarks/bench_play.py [--runs 3] [--games G] [--cpu K] [--json out.json]
+    python benchmarks/bench_play.py [--runs 3] [--games G] [--mate-in-one] [--cpu K] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -81,6 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Time asp self-play against python-chess random playouts.")
     parser.add_argument("--runs", type=int, default=3, help="asp/baseline pairs to time (default 3)")
     parser.add_argument("--games", type=int, default=None, help="PlayConfig.n_games (default: its default)")
+    parser.add_argument("--mate-in-one", action="store_true", help="asp plays with PlayConfig.mate_in_one")
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin to; -1 to not pin (default 0)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
@@ -94,7 +98,9 @@ def main() -> None:
         os.sched_setaffinity(0, {args.cpu})
         pinned = f"CPU {args.cpu}"
 
-    cfg = PlayConfig() if args.games is None else PlayConfig(n_games=args.games)
+    cfg = PlayConfig(mate_in_one=args.mate_in_one)
+    if args.games is not None:
+        cfg = dataclasses.replace(cfg, n_games=args.games)
     torch.manual_seed(0)
     model = TinyChess()
 
@@ -108,7 +114,10 @@ def main() -> None:
     }
     for key, value in info.items():
         print(f"{key:>13}: {value}")
-    print(f"{'config':>13}: n_games={cfg.n_games} max_plies={cfg.max_plies} batch_size={cfg.batch_size}")
+    print(
+        f"{'config':>13}: n_games={cfg.n_games} max_plies={cfg.max_plies} batch_size={cfg.batch_size} "
+        f"mate_in_one={cfg.mate_in_one}"
+    )
 
     warm_plies, warm_s = time_asp(model, PlayConfig(n_games=cfg.batch_size, max_plies=20))
     print(f"{'warm-up':>13}: {warm_plies} plies in {warm_s:.3f} s (untimed below)")
@@ -146,7 +155,12 @@ def main() -> None:
     if args.json is not None:
         report = {
             "machine": info,
-            "config": {"n_games": cfg.n_games, "max_plies": cfg.max_plies, "batch_size": cfg.batch_size},
+            "config": {
+                "n_games": cfg.n_games,
+                "max_plies": cfg.max_plies,
+                "batch_size": cfg.batch_size,
+                "mate_in_one": cfg.mate_in_one,
+            },  # fmt: skip
             "warmup": {"plies": warm_plies, "seconds": warm_s},
             "runs": runs,
             "median": {"asp_plies_per_s": asp_med, "baseline_plies_per_s": base_med, "ratio": ratio_med},

@@ -10,6 +10,10 @@ longest event-loop stall (from metrics.jsonl; absent in asp versions without the
 for a before/after comparison: ``git worktree add /tmp/old <commit>``, then::
 
     python benchmarks/bench_train.py --iterations 8 --runs 1 --old /tmp/old
+
+``--keep DIR`` keeps every run's directory, as ``DIR/<variant number>-<round>`` (the old asp is
+variant 0 when there is one), for example to score its final model again with
+``benchmarks/eval_endings.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,7 +43,8 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
-def run_once(args: list[str], iterations: int, pythonpath: str | None) -> dict[str, Any]:
+def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Path | None) -> dict[str, Any]:
+    """One ``asp train`` in a temporary directory; ``keep``: copy its run directory there."""
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
         # An older checkout may have its command line at asp/cli.py (before asp/app existed).
@@ -55,6 +61,8 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None) -> dict[s
         if done.returncode != 0:
             raise SystemExit(f"{command} failed:\n{done.stderr[-2000:]}")
         lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        if keep is not None:
+            shutil.copytree(run, keep)
     walls = sum(line.get("time/wall", 0.0) for line in lines)
     busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in lines)
     return {
@@ -71,6 +79,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--old", help="an older asp checkout to run as the first variant")
     parser.add_argument(
+        "--keep", metavar="DIR", help="keep each run's directory as DIR/<variant>-<round> (default: removed)"
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         choices=list(VARIANTS),
@@ -85,8 +96,9 @@ def main() -> None:
     variants += [(name, VARIANTS[name], None) for name in args.only]
     results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in variants}
     for round_ in range(args.runs):
-        for name, extra, path in variants:
-            result = run_once(extra, args.iterations, path)
+        for number, (name, extra, path) in enumerate(variants):
+            keep = None if args.keep is None else Path(args.keep) / f"{number}-{round_ + 1}"
+            result = run_once(extra, args.iterations, path, keep)
             results[name].append(result)
             print(f"run {round_ + 1}: {name}: {result['wall']:.1f} s  {describe(result)}", flush=True)
     base = statistics.median(r["wall"] for r in results[variants[0][0]])

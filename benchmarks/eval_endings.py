@@ -12,7 +12,10 @@ finished run is played again move for move) on one thread, and prints:
 The third is what the score is made of: a model that does not mate wins at the ply cap, and
 the random mover gets a hundred moves in which to stumble on a mate. It always exits 0.
 
-    python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--json out.json]
+    python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--policy-only] [--json out.json]
+
+``--policy-only`` plays the model without its mate-in-one rule (``RunConfig.mate_in_one``),
+to see what the network alone has learnt.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ def main() -> None:
     parser.add_argument("run", help="run directory or checkpoint file")
     parser.add_argument("--games", type=int, default=None, help="games (default: the run's eval_games)")
     parser.add_argument("--temperature", type=float, default=None, help="model's temperature (default: the run's)")
+    parser.add_argument("--policy-only", action="store_true", help="the model plays no mate in one of its own")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
 
@@ -69,17 +73,24 @@ def main() -> None:
         play = dataclasses.replace(play, n_games=args.games)
     if args.temperature is not None:
         play = dataclasses.replace(play, temperature=args.temperature)
+    if args.policy_only:
+        play = dataclasses.replace(play, mate_in_one=False)
     records, stats = play_games(model, RandomMover(), play)
     report: dict[str, Any] = {
         "run": args.run,
         "games": len(records),
         "temperature": play.temperature,
+        "mate_in_one": play.mate_in_one,
         "score": stats["score"],
         "endings": endings(records),
         "mean_plies": round(statistics.fmean(len(r.moves) for r in records), 1),
         "mates_in_one": mates_in_one(records),
     }
-    print(f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}")
+    rule = "with" if play.mate_in_one else "without"
+    print(
+        f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}, "
+        f"{rule} the mate-in-one rule"
+    )
     for key, n in sorted(report["endings"].items(), key=lambda kv: -kv[1]):
         print(f"  {key:28s} {n:5d}")
     print(f"  mean length {report['mean_plies']} plies")

@@ -491,6 +491,8 @@ def test_more_slots_than_games() -> None:
         ({"temperature": "hot"}, "temperature"),
         ({"temperature": float("nan")}, "temperature"),
         ({"mask_illegal": "yes"}, "mask_illegal"),
+        ({"mate_in_one": 1}, "mate_in_one"),
+        ({"opponent_mate_in_one": "no"}, "opponent_mate_in_one"),
         ({"seed": -1}, "seed"),
         ({"seed": 1.5}, "seed"),
         ({"first_game": -3}, "first_game"),
@@ -577,3 +579,52 @@ def test_a_greedy_model_against_a_random_mover_with_its_own_temperature() -> Non
     assert len({tuple(r.moves) for r in records if r.white == "model"}) > 1
     with pytest.raises(ConfigError, match="opponent_temperature"):
         PlayConfig(opponent_temperature=-1.0)
+
+
+# (j) mate in one -------------------------------------------------------------------------------
+
+BACK_RANK_FEN = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"  # Ra8 mates
+TWO_MATES_FEN = "8/RP6/8/8/8/2K1B3/8/1k6 w - - 0 1"  # b8=Q and b8=R mate
+
+
+@pytest.mark.parametrize("fen", [BACK_RANK_FEN, _mirrored(BACK_RANK_FEN)])
+def test_with_mate_in_one_the_model_mates_where_its_policy_would_not(fen: str) -> None:
+    model = PriorityModel(["a1a2"])  # a policy that plays anything but the mate
+    cfg = PlayConfig(n_games=2, max_plies=1, temperature=0.0, openings=(fen,))
+    plain, _ = play_games(model, None, cfg)
+    assert {r.termination for r in plain} == {"max_plies"}  # Ra2, adjudicated at the ply cap
+    mating, _ = play_games(model, None, dataclasses.replace(cfg, mate_in_one=True))
+    white = fen == BACK_RANK_FEN
+    assert {(r.termination, r.result) for r in mating} == {("checkmate", "1-0" if white else "0-1")}
+
+
+def test_a_mate_in_one_is_logged_with_the_policys_own_log_probability() -> None:
+    # The policy gives Ra2 a logit of 100 and the mate 0: its log-probability is about -100.
+    cfg = PlayConfig(n_games=1, max_plies=4, openings=(BACK_RANK_FEN,), mate_in_one=True)
+    (record,), _ = play_games(PriorityModel(["a1a2"]), None, cfg)
+    assert record.moves == ["a1a8"]
+    assert record.logprobs[0] == pytest.approx(-100.0)
+    assert record.samples is not None
+    assert record.samples.actions.tolist() == [move_index(chess.Move.from_uci("a1a8"), chess.WHITE)]
+
+
+@pytest.mark.parametrize("preferred", ["b7b8q", "b7b8r"])
+def test_among_several_mates_the_policys_likeliest_is_played(preferred: str) -> None:
+    cfg = PlayConfig(n_games=1, max_plies=4, openings=(TWO_MATES_FEN,), mate_in_one=True)
+    (record,), _ = play_games(PriorityModel(["c3d4", preferred]), None, cfg)
+    assert (record.moves, record.termination) == ([preferred], "checkmate")
+
+
+@pytest.mark.parametrize(("opponent_mates", "mated_by_opponent"), [(None, 4), (False, 0), (True, 4)])
+def test_a_random_opponent_mates_in_one_only_when_told(opponent_mates: bool | None, mated_by_opponent: int) -> None:
+    from asp.tinychess.opponents import RandomMover
+
+    # Black to move has a mate in one; the model plays Black in the odd games, the random mover in the even.
+    cfg = PlayConfig(
+        n_games=8, max_plies=1, opponent_temperature=1.0, openings=(_mirrored(BACK_RANK_FEN),),
+        mate_in_one=True, opponent_mate_in_one=opponent_mates,
+    )  # fmt: skip
+    records, _ = play_games(_model(), RandomMover(), cfg)
+    mates = Counter(r.black for r in records if r.termination == "checkmate")
+    assert mates[MODEL] == 4
+    assert mates[OPPONENT] == mated_by_opponent

@@ -112,6 +112,7 @@ def test_run_config_rejects_a_bad_value_naming_the_field(field: str, value: obje
         ("temperature", -1.0, "temperature"),
         ("eval_temperature", 101.0, "eval_temperature"),
         ("play_batch", 0, "play_batch"),
+        ("mate_in_one", "yes", "mate_in_one"),
     ],
 )
 def test_run_config_rejects_bad_play_settings_through_play_config(field: str, value: object, named: str) -> None:
@@ -132,6 +133,21 @@ def test_run_config_play_configs_give_each_iteration_its_own_games_and_seed() ->
     assert (evaluation.n_games, evaluation.model_version, evaluation.temperature) == (200, 5, 0.1)
     assert evaluation.opponent_temperature == 1.0  # the random mover stays random
     RunConfig(seed=2**31 - 1, iterations=100_000).play_cfg(99_999, 0)  # the largest seed still fits
+
+
+@pytest.mark.parametrize("mate_in_one", [True, False])
+def test_the_model_mates_in_one_in_self_play_and_evaluations_and_the_random_mover_never(mate_in_one: bool) -> None:
+    cfg = RunConfig(mate_in_one=mate_in_one)
+    assert cfg.play_cfg(0, 0).mate_in_one == cfg.eval_cfg(0).mate_in_one == mate_in_one
+    assert cfg.eval_cfg(0).opponent_mate_in_one is False
+    assert cfg.engine_eval_cfg(0).mate_in_one == mate_in_one
+
+
+def test_a_run_stored_before_mate_in_one_existed_reads_as_without_it() -> None:
+    data = json.loads(json.dumps(RunConfig().to_dict()))
+    assert RunConfig.from_dict(data).mate_in_one is True  # the default of new runs
+    del data["mate_in_one"]
+    assert RunConfig.from_dict(data).mate_in_one is False
 
 
 def test_run_config_round_trips_through_a_dict_and_json() -> None:

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 EXIT_USAGE = 2
+POLICY_ONLY_HELP = (
+    "the model plays its policy alone, and does not take a mate in one when it has one (default: it takes it)"
+)
 EXIT_INTERRUPTED = 130
 
 
@@ -70,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         help="versions a game may lag behind the weights that train on it (0-16; default 1: the next "
         "iteration is played while training; N >= 2: self-play runs up to N iterations ahead)",
     )
+    train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
@@ -94,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model)")
     play.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
     play.add_argument("--out", default="selfplay.pgn", help="PGN file to write (default selfplay.pgn)")
 
@@ -108,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
     ev.add_argument("--temperature", type=float, default=0.1, help="the model's sampling temperature (0: greedy)")
+    ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games")
     ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     ev.add_argument(
@@ -164,6 +170,7 @@ def _play(args: argparse.Namespace) -> int:
         max_plies=args.max_plies,
         temperature=args.temperature,
         model_version=version,
+        mate_in_one=not args.policy_only,
         samples=False,  # only written as PGN
     )
     records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
@@ -272,6 +279,8 @@ def _eval(args: argparse.Namespace) -> int:
         openings=() if args.from_start else match_openings(),
         model_version=state["version"],
         opponent_version=opponent_version,
+        mate_in_one=not args.policy_only,
+        opponent_mate_in_one=False if args.vs == "random" else None,  # the random mover stays uniform
         samples=False,
     )
     try:
@@ -317,6 +326,8 @@ def _train_config(args: argparse.Namespace) -> Any:
             changes[name] = getattr(args, option)
     if args.sequential:
         changes["overlap"] = False
+    if args.policy_only:
+        changes["mate_in_one"] = False
     engine = _train_engine_config(args)
     if engine is not None:
         changes["eval_engine"] = engine

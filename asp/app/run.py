@@ -80,6 +80,10 @@ class RunConfig:
     """The most versions a game may lag behind the weights that train on it (0 to 16): 1 plays
     iteration k+1 while training on k; N >= 2 lets self-play run up to N iterations ahead of
     a slow trainer (see :class:`asp.Pipeline`)."""
+    mate_in_one: bool = True
+    """The model plays a mate in one whenever it has one, in self-play and in evaluations
+    (:attr:`PlayConfig.mate_in_one`); the random mover does not. A stored config without
+    this field (a run of an asp before it) reads as False."""
     eval_every: int = 4
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 200
@@ -136,6 +140,7 @@ class RunConfig:
             temperature=self.temperature,
             batch_size=self.play_batch,
             model_version=version,
+            mate_in_one=self.mate_in_one,
         )
 
     def eval_cfg(self, version: int) -> PlayConfig:
@@ -148,6 +153,8 @@ class RunConfig:
             opponent_temperature=1.0,
             batch_size=self.play_batch,
             model_version=version,
+            mate_in_one=self.mate_in_one,
+            opponent_mate_in_one=False,  # the random mover stays uniform
             samples=False,  # scored, never trained on
         )
 
@@ -170,6 +177,8 @@ class RunConfig:
         asp.errors.ConfigError: RunConfig.train has no field 'gae_lambda' (a run of another version of asp?); ...
         """
         data = _fields_of("RunConfig", cls, data)
+        # A run stored before the field existed played with the policy alone.
+        data.setdefault("mate_in_one", False)
         model = ModelConfig(**_fields_of("RunConfig.model", ModelConfig, data.pop("model")))
         train = TrainConfig(**_fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)

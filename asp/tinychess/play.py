@@ -11,6 +11,10 @@ same whichever call, shard, batch or process plays it (up to floating-point diff
 the network between batch sizes, which would have to land within ~1e-7 of a sampling
 boundary to change a move).
 
+With ``cfg.mate_in_one`` the model (and a network opponent, unless
+``cfg.opponent_mate_in_one`` says otherwise) plays a mate in one whenever it has one instead of
+sampling: the policy network alone plays about 2% of its mates in one.
+
 Adjudication at ``max_plies``: material is counted with pawn 1, knight 3, bishop 3, rook 5,
 queen 9; a side ahead by at least ``cfg.adjudication_margin`` points wins, otherwise the
 game is drawn. The termination is ``max_plies`` either way.
@@ -34,6 +38,7 @@ from torch import nn
 from asp.errors import ConfigError, check_ints
 from asp.progress import heartbeat, more_games
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
+from asp.tinychess.mates import mating_moves
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
 
@@ -86,6 +91,18 @@ class PlayConfig:
     adjudication_margin: int = 3
     """Material lead (in pawns) that wins a game adjudicated at ``max_plies`` (1 to 39)."""
 
+    mate_in_one: bool = False
+    """The model plays a mate in one whenever it has one, and samples its other moves from the
+    policy: a one-ply search for checkmate (:func:`~asp.tinychess.mates.mating_moves`), since
+    a network of TinyChess's size does not learn to see mates (README, "A mate in one is
+    always played"). Among several mates it plays the policy's likeliest. Its log-probability
+    in the record is the policy's own, so that training makes the mate likelier. ``asp
+    train`` plays so (``RunConfig.mate_in_one``); the library default is the policy alone."""
+
+    opponent_mate_in_one: bool | None = None
+    """The opponent network's ``mate_in_one``, if not the model's. False for a uniformly
+    random opponent that is to stay uniform."""
+
     samples: bool = True
     """Send back, with each record, what the model saw and chose at each of its plies
     (:class:`~asp.tinychess.records.PlyData`, about 190 bytes a ply), so that training needs
@@ -127,7 +144,9 @@ class PlayConfig:
             if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
                 # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
                 raise ConfigError(f"PlayConfig.{name} must be 0 (greedy) or a number in 0.01..100, got {t!r}")
-        for flag in ("mask_illegal", "samples"):
+        for flag in ("mask_illegal", "samples", "mate_in_one", "opponent_mate_in_one"):
+            if flag == "opponent_mate_in_one" and self.opponent_mate_in_one is None:
+                continue
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigError(f"PlayConfig.{flag} must be True or False, got {getattr(self, flag)!r}")
         if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
@@ -302,10 +321,11 @@ class _Game:
 
 
 def _choose_moves(
-    games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig, temperature: float, model: bool
+    games: Sequence[_Game], logits: torch.Tensor, cfg: PlayConfig, temperature: float, model: bool, mates: bool
 ) -> None:
     """Sample a move for each game from its row of ``logits`` at ``temperature`` and push it
-    (with its policy index, for the game's PlyData, when ``model`` plays it)."""
+    (with its policy index, for the game's PlyData, when ``model`` plays it); with ``mates``,
+    play a mate in one instead where there is one."""
     if temperature > 0:
         logits = logits / temperature
     counts = [len(g.legal_idx) for g in games]
@@ -333,6 +353,13 @@ def _choose_moves(
     start = 0
     for row, game in enumerate(games):
         end = start + counts[row]
+        mating = mating_moves(game.board, game.legal) if mates else None
+        if mating:
+            k = max((start + i for i in mating), key=legal_logp.__getitem__)
+            logp = legal_logp[k] if temperature > 0 else 0.0
+            game.push(game.legal[k - start], logp, game.legal_idx[k - start] if model else None)
+            start = end
+            continue
         if full_pick:
             try:
                 k = game.legal_idx.index(full_pick[row])
@@ -436,17 +463,18 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 if cfg.samples:
                     for i in model_rows:
                         slots[i].keep(bitboards[i], scalars[i])
-                groups = [(model, model_rows, cfg.temperature, True)]
+                groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one)]
                 if opp is not None:
                     opp_rows = [i for i, g in enumerate(slots) if not g.model_to_move()]
                     opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
-                    groups.append((opp, opp_rows, opp_temperature, False))
-                for net, rows, temperature, is_model in groups:
+                    opp_mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
+                    groups.append((opp, opp_rows, opp_temperature, False, opp_mates))
+                for net, rows, temperature, is_model, mates in groups:
                     if rows and board_player is not None and not is_model:
                         _board_player_moves(board_player, [slots[i] for i in rows])
                     elif rows:
                         logits, _ = net(features[rows])
-                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model)
+                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model, mates)
     finally:
         for module, training in was_training.items():
             module.training = training
