@@ -32,6 +32,7 @@ from typing import Any
 
 VARIANTS: dict[str, list[str]] = {
     "default": [],
+    "policy only": ["--policy-only"],
     "2 workers + trainer 2 threads": ["--workers", "2", "--trainer-threads", "2"],
     "2 workers + trainer 1 thread": ["--workers", "2", "--trainer-threads", "1"],
     "1 worker + trainer 1 thread": ["--workers", "1", "--trainer-threads", "1"],
