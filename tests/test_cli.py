@@ -172,6 +172,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
 
     cfg = RunConfig.from_dict(json.loads((run / "config.json").read_text()))
     assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.eval_games, cfg.overlap) == (2, 8, 20, 8, True)
+    assert cfg.mate_in_one  # the model takes its mates in one unless told --policy-only
     assert cfg.model == ModelConfig(hidden=16)
 
     state = checkpoint(run)
@@ -607,3 +608,13 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
     assert wins + draws + losses == 8
     assert score == pytest.approx((wins + 0.5 * draws) / 8, abs=1e-3)
     assert low <= elo <= high
+
+
+def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:
+    from asp.app.cli import _parser, _train_config
+
+    cfg, changes = _train_config(_parser().parse_args(["train", "--policy-only"]))
+    assert changes == {"mate_in_one": False} and not cfg.mate_in_one
+    assert not cfg.play_cfg(0, 0).mate_in_one and not cfg.eval_cfg(0).mate_in_one
+    cfg, changes = _train_config(_parser().parse_args(["train"]))
+    assert changes == {} and cfg.mate_in_one
