@@ -1,11 +1,12 @@
-"""Which legal moves mate at once: the labels of the trainer's mate loss.
+"""Which legal moves mate at once: what the model plays under ``PlayConfig.mate_in_one``.
 
-:func:`mating_moves` tries only the moves that can give check (a piece that lands on a
-square attacking the enemy king, a promotion to such a piece, a piece that uncovers a
-slider's line to the king, castling, promotions, en passant). A plain move that checks is
-no mate when the king can then step to a square nothing attacks, which a few bitboard
-lookups tell; the other candidates are pushed and confirmed by python-chess. About 23 us a
-board from random games on a 2-core Xeon (68 us with every candidate pushed).
+:func:`mating_moves` looks only at the moves that can give check: a piece that lands on a
+square from which it attacks the enemy king, a piece that uncovers one of our sliders' lines
+to the king, castling, promotions and en passant. A plain move that checks is no mate when
+the king can then step to a square nothing attacks, which a few bitboard lookups tell; the
+other candidates are pushed and confirmed by python-chess. About 23 us a board from random
+games on a 2-core Xeon (68 us with every candidate pushed); exactly python-chess's answer
+(tests/test_mates.py compares them on every position of 200 random games).
 
 >>> board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
 >>> legal = list(board.legal_moves)
