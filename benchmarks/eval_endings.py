@@ -32,6 +32,7 @@ import torch
 from asp.app.run import RunConfig, model_from_checkpoint
 from asp.app.session import endings
 from asp.tinychess import MODEL, GameRecord, play_games
+from asp.tinychess.mates import mating_moves
 from asp.tinychess.opponents import RandomMover
 
 
@@ -43,12 +44,8 @@ def mates_in_one(records: list[GameRecord]) -> dict[str, dict[str, int]]:
         for uci in record.moves:
             mover = record.white if board.turn == chess.WHITE else record.black
             side = counts["model" if mover == MODEL else "opponent"]
-            mates = set()
-            for move in board.legal_moves:
-                board.push(move)
-                if board.is_checkmate():
-                    mates.add(move.uci())
-                board.pop()
+            legal = list(board.legal_moves)
+            mates = {legal[i].uci() for i in mating_moves(board, legal)}
             if mates:
                 side["positions"] += 1
                 side["played"] += uci in mates
