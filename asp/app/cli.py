@@ -33,6 +33,7 @@ from asp.errors import AspError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
+    from asp.app.run import RunDir
     from asp.tinychess.engine import EngineConfig
 
 __all__ = ["main"]
@@ -339,16 +340,81 @@ def _train_config(args: argparse.Namespace) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from asp.app.display import TrainDisplay
+    from asp.app.lock import RunLock
     from asp.app.run import RunDir, RunError
-    from asp.app.session import train_session
-    from asp.cores import split_cores
 
     cfg, changes = _train_config(args)
+    for option in ("workers", "threads_per_worker", "trainer_threads"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
     if args.resume:
         run = RunDir(args.resume)
         if not run.path.is_dir():
             raise RunError(f"{run.path}: no run directory to resume")
+    else:
+        run = RunDir(args.run_dir or Path("runs") / args.name)
+        _make_run_dir(run.path)
+    # The run directory is this process's from here on: nothing in it is written before.
+    lock = RunLock(run.path)
+    try:
+        lock.acquire()
+    except OSError as e:
+        raise RunError(f"run directory {run.path} cannot be written: {e.strerror or e}") from None
+    try:
+        return _train_locked(args, run, cfg, changes)
+    finally:
+        lock.release()
+
+
+def _make_run_dir(path: Path) -> None:
+    """Create the run directory of a new run; RunError when it cannot be one."""
+    from asp.app.run import RunError
+
+    if path.exists() and not path.is_dir():
+        raise RunError(f"--run-dir {path} is not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RunError(f"--run-dir {path} cannot be created: {e.strerror or e}") from None
+
+
+def _check_run_files(run: RunDir) -> None:
+    """RunError naming the first path of the run that is in the way of a file it writes."""
+    from asp.app.run import RunError
+
+    for path in (run.metrics, run.log, run.checkpoint, run.path / "config.json", run.curves):
+        if path.is_dir():
+            raise RunError(f"{path} is a directory: the run writes a file there")
+    games = run.games(0).parent
+    if games.exists() and not games.is_dir():
+        raise RunError(f"{games} is not a directory: the run writes its games there")
+    for path in sorted(games.glob("iter-*.pgn")) if games.is_dir() else []:
+        if path.is_dir():
+            raise RunError(f"{path} is a directory: the run writes a PGN file there")
+
+
+def _check_device(device: str) -> None:
+    """ConfigError when the trainer's device is a CUDA one and this torch has none."""
+    from asp.errors import ConfigError
+
+    if not device.startswith("cuda"):
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.partition(":")[2] or 0)
+    if index >= count:
+        have = f"{count} CUDA device(s)" if count else "no CUDA device (torch.cuda.is_available() is False)"
+        raise ConfigError(f"--device {device}: this torch has {have}; use --device cpu or auto")
+
+
+def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> int:
+    """``asp train`` once the run directory's lock is held: check, then run."""
+    from asp.app.display import TrainDisplay
+    from asp.app.run import RunError
+    from asp.app.session import check_resumable, train_session
+    from asp.cores import split_cores
+
+    if args.resume:
         stored = run.stored_config()
         # Only the length of a run may change on resume; anything else would be another run.
         clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k) != v}
@@ -356,13 +422,10 @@ def _train(args: argparse.Namespace) -> int:
             named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
             raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
         cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
-    else:
-        run = RunDir(args.run_dir or Path("runs") / args.name)
-    for option in ("workers", "threads_per_worker", "trainer_threads"):
-        value = getattr(args, option)
-        if value is not None and value < 1:
-            raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
-    run.path.mkdir(parents=True, exist_ok=True)
+    _check_device(cfg.train.device)
+    _check_run_files(run)
+    if args.resume:
+        check_resumable(run, cfg)  # before anything in the run directory changes
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     if args.backend == "local":
         budget = split_cores(

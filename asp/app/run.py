@@ -44,6 +44,7 @@ __all__ = [
     "RunError",
     "checkpoint_state",
     "load_checkpoint",
+    "load_weights",
     "model_from_checkpoint",
     "pending_plays",
 ]
@@ -227,7 +228,25 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         RunConfig.from_dict(data["config"])
     except (ConfigError, KeyError, TypeError) as e:
         raise RunError(f"{path}: its run config is not one this asp reads ({type(e).__name__}: {e})") from None
+    _check_fields(path, data)
     return data
+
+
+_COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))
+"""The checkpoint's counters and their largest values (the least is 0)."""
+
+
+def _check_fields(path: Path, data: dict[str, Any]) -> None:
+    """RunError naming the field unless the checkpoint's counters are ints in range and its
+    weights are a mapping (``trainer_steps`` may be absent: play and eval need none)."""
+    for name, high in _COUNTS:
+        if name == "trainer_steps" and name not in data:
+            continue
+        value = data.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+            raise RunError(f"{path}: checkpoint field {name} must be an int in 0..{high}, got {value!r}")
+    if not isinstance(data.get("model"), dict):
+        raise RunError(f"{path}: checkpoint holds no model weights")
 
 
 def checkpoint_state(
@@ -278,9 +297,21 @@ def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict
     data = load_checkpoint(path)
     cfg = RunConfig.from_dict(data["config"])
     model = TinyChess(cfg.model)
-    model.load_state_dict(data["model"])
+    load_weights(model, data["model"], path)
     model.eval()
     return model, data
+
+
+def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
+    """``model.load_state_dict(weights)``; weights that do not fit the model (another width, a
+    missing or extra tensor, not a mapping) raise RunError naming ``path``."""
+    try:
+        model.load_state_dict(weights)
+    except (RuntimeError, TypeError, AttributeError, KeyError) as e:
+        # torch's message is a heading, then one tab-indented line per tensor: name the first tensor.
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+        detail = lines[min(1, len(lines) - 1)][:200]
+        raise RunError(f"{path}: the checkpoint's weights do not fit its model config ({detail})") from None
 
 
 def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:

@@ -29,7 +29,15 @@ import torch
 
 from asp.app.evaluate import MatchResult, match_result_of
 from asp.app.pgn import write_pgn
-from asp.app.run import RunConfig, RunDir, RunError, checkpoint_state, load_checkpoint, pending_plays
+from asp.app.run import (
+    RunConfig,
+    RunDir,
+    RunError,
+    checkpoint_state,
+    load_checkpoint,
+    load_weights,
+    pending_plays,
+)
 from asp.errors import ConfigError, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
@@ -41,7 +49,7 @@ from asp.tinychess.records import GameRecord
 from asp.tinychess.train import Trainer
 from asp.worker import die_with_parent
 
-__all__ = ["endings", "evaluate_vs_engine", "evaluate_vs_random", "train_session"]
+__all__ = ["check_resumable", "endings", "evaluate_vs_engine", "evaluate_vs_random", "train_session"]
 
 log = structlog.get_logger("asp.train")
 
@@ -196,27 +204,13 @@ async def _session(
     trainer = Trainer(model, cfg.train)
     start, version = 0, 0
     first_plays: list[tuple[int, torch.nn.Module]] = []
-    if resume and run.checkpoint.exists():
-        state = load_checkpoint(run.checkpoint)
-        try:
-            model.load_state_dict(state["model"])
-            trainer.optimizer.load_state_dict(state["optimizer"])
-            trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
-            trainer.steps = state["trainer_steps"]
-            for played_by, weights in pending_plays(state):
-                playing = TinyChess(cfg.model)
-                playing.load_state_dict(weights)
-                first_plays.append((played_by, playing))
-            # Last: building a model draws from torch's generator.
-            torch.set_rng_state(state["torch_rng"])
-        except (KeyError, RuntimeError, ValueError, TypeError) as e:
-            raise RunError(f"{run.checkpoint}: checkpoint does not match its config ({e})") from None
-        start, version = state["next_iteration"], state["version"]
+    if resume:
+        start, version, first_plays = _restore(run, cfg, model, trainer)  # changes no file
         history = run.truncate_metrics(start)
-        log.info("run_resumed", run=str(run.path), next_iteration=start, version=version)
-    elif resume:
-        history = run.truncate_metrics(0)  # started, but stopped before its first checkpoint
-        log.info("run_restarted", run=str(run.path))
+        if run.checkpoint.exists():
+            log.info("run_resumed", run=str(run.path), next_iteration=start, version=version)
+        else:  # started, but stopped before its first checkpoint
+            log.info("run_restarted", run=str(run.path))
     else:
         run.create(cfg)
         history = []
@@ -417,6 +411,56 @@ def _commit(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> fl
     started = time.perf_counter()
     run.write_checkpoint(checkpoint)
     return time.perf_counter() - started
+
+
+def check_resumable(run: RunDir, cfg: RunConfig) -> None:
+    """Raise RunError if ``run`` cannot be resumed with ``cfg``; reads and changes no file but
+    the checkpoint and metrics it reads (as :func:`train_session` with ``resume=True`` would)."""
+    model = TinyChess(cfg.model)
+    rng = torch.get_rng_state()
+    try:
+        _restore(run, cfg, model, Trainer(model, cfg.train))
+    finally:
+        torch.set_rng_state(rng)
+
+
+def _restore(
+    run: RunDir, cfg: RunConfig, model: TinyChess, trainer: Trainer
+) -> tuple[int, int, list[tuple[int, torch.nn.Module]]]:
+    """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped:
+    (next iteration, version, the plays that had begun). Writes no file.
+
+    :raises RunError: the checkpoint does not load, does not fit ``cfg``, or is missing while
+        metrics.jsonl holds more than what a run stopped before its first checkpoint leaves
+        (the line of iteration 0, written just before that checkpoint).
+    """
+    if not run.checkpoint.exists():
+        lines = run.read_metrics()
+        if len(lines) > 1 or any(line.get("iteration") != 0 for line in lines):
+            raise RunError(
+                f"{run.checkpoint}: missing, but {run.metrics} holds {len(lines)} iteration(s); "
+                "restore the checkpoint or start a new run in another --run-dir"
+            )
+        return 0, 0, []
+    state = load_checkpoint(run.checkpoint)
+    # Only the length of a run may change on resume.
+    if dataclasses.replace(RunConfig.from_dict(state["config"]), iterations=cfg.iterations) != cfg:
+        raise RunError(f"{run.checkpoint}: holds another run config than the one to resume with")
+    first_plays: list[tuple[int, torch.nn.Module]] = []
+    try:
+        load_weights(model, state["model"], run.checkpoint)
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
+        trainer.steps = state["trainer_steps"]
+        for played_by, weights in pending_plays(state):
+            playing = TinyChess(cfg.model)
+            load_weights(playing, weights, run.checkpoint)
+            first_plays.append((played_by, playing))
+        # Last: building a model draws from torch's generator.
+        torch.set_rng_state(state["torch_rng"])
+    except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:
+        raise RunError(f"{run.checkpoint}: checkpoint does not match its config ({type(e).__name__}: {e})") from None
+    return state["next_iteration"], state["version"], first_plays
 
 
 def _as_rng_state(state: Any) -> tuple[Any, ...]:

@@ -1,0 +1,111 @@
+"""A run directory has one owner: a second ``asp train`` on it is refused while the first runs,
+and a SIGKILLed owner leaves the directory free (``asp.app.lock``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from test_cli import RUN_LIMIT, TINY, asp, checkpoint, command, ok
+
+from asp.app.lock import LOCK_FILE, RunDirInUse, RunLock
+
+
+def test_a_second_lock_of_a_directory_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    with RunLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+        with pytest.raises(RunDirInUse, match=f"run directory {tmp_path} is in use by pid {os.getpid()}$"):
+            RunLock(tmp_path).acquire()
+    assert (tmp_path / LOCK_FILE).read_text() == ""  # released: emptied
+    with RunLock(tmp_path):
+        pass
+
+
+def test_a_lock_held_by_a_killed_process_is_free(tmp_path: Path) -> None:
+    hold = f"from asp.app.lock import RunLock; RunLock({str(tmp_path)!r}).acquire(); print(1, flush=True); input()"
+    with subprocess.Popen(
+        [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "1\n"
+            with pytest.raises(RunDirInUse, match=f"pid {holder.pid}$"):
+                RunLock(tmp_path).acquire()
+        finally:
+            holder.kill()
+            holder.wait()
+    with RunLock(tmp_path):
+        assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+
+
+@pytest.fixture
+def first_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+    """A long ``asp train`` in ``tmp_path/run``, once it holds the run directory's lock; killed
+    with all its children at the end."""
+    run = tmp_path / "run"
+    log = open(tmp_path / "first.txt", "wb")  # noqa: SIM115 (closed below)
+    proc = subprocess.Popen(
+        command("train", "--iterations", "50", "--games", "8", "--run-dir", str(run), *TINY),
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + RUN_LIMIT
+        while not ((run / LOCK_FILE).exists() and (run / LOCK_FILE).read_text().strip() == str(proc.pid)):
+            assert proc.poll() is None, (tmp_path / "first.txt").read_text()
+            assert time.monotonic() < deadline, "the run never took its lock"
+            time.sleep(0.05)
+        yield proc, run
+    finally:
+        children = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+        proc.kill()
+        proc.wait()
+        for child in children:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+        log.close()
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, f"{result.returncode}:\n{result.stdout}\n{result.stderr}"
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr + result.stdout, result.stderr
+    return lines[0]
+
+
+@pytest.mark.timeout(3 * RUN_LIMIT)
+def test_a_second_train_on_a_run_directory_in_use_is_refused_and_a_killed_owner_frees_it(
+    first_run: tuple[subprocess.Popen[bytes], Path],
+) -> None:
+    proc, run = first_run
+    deadline = time.monotonic() + RUN_LIMIT
+    while not (run / "metrics.jsonl").exists() or not (run / "metrics.jsonl").read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, "the first run wrote no metrics line"
+        time.sleep(0.1)
+    for second in (["--resume", str(run), "--workers", "1"], ["--run-dir", str(run), *TINY]):
+        before = (run / "metrics.jsonl").read_text()
+        line = _one_line(asp("train", *second, "--no-progress", cwd=run.parent))
+        assert line == f"asp train: run directory {run} is in use by pid {proc.pid}"
+        # the first run only appends: the second wrote nothing
+        assert (run / "metrics.jsonl").read_text().startswith(before)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    iterations = [json.loads(text)["iteration"] for text in (run / "metrics.jsonl").read_text().splitlines()]
+    assert iterations == list(range(len(iterations)))
+    # The kernel released the lock of the killed run: a resume takes it (and has nothing to play).
+    done = checkpoint(run)["next_iteration"]
+    assert len(iterations) in (done, done + 1)  # the line goes first, then the checkpoint
+    result = ok(asp("train", "--resume", str(run), "--iterations", str(done), "--no-progress", cwd=run.parent))
+    assert f"trained {done} iterations in {run}" in result.stdout
+    assert (run / LOCK_FILE).read_text() == ""
