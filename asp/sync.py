@@ -12,14 +12,19 @@ every iteration without paying for a new pool each time:
 
 Each handle runs its own event loop (``asyncio.Runner``) in the calling thread; Ctrl-C
 during a call cancels it, tears the call's shards down, and raises ``KeyboardInterrupt``.
+A handle dropped without :meth:`SyncSelfPlay.close` is closed when it is garbage-collected
+(or at interpreter exit): its workers stop and its temporary files go.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+import weakref
 from typing import Any
 
+import structlog
 from torch import nn
 
 from asp.errors import ClosedError
@@ -27,6 +32,8 @@ from asp.selfplay import PlayFn, SelfPlay
 from asp.worker import play_cfg
 
 __all__ = ["SyncSelfPlay", "play_games_parallel"]
+
+log = structlog.get_logger("asp.sync")
 
 
 class SyncSelfPlay:
@@ -41,6 +48,8 @@ class SyncSelfPlay:
         except BaseException:
             self._runner.close()
             raise
+        # Holds the runner and the SelfPlay, not this handle, so that the handle can be collected.
+        self._finalizer = weakref.finalize(self, _close_dropped, self._runner, self._selfplay)
 
     @property
     def workers(self) -> int:
@@ -59,16 +68,36 @@ class SyncSelfPlay:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._runner.run(self._selfplay.aclose())
-        finally:
-            self._runner.close()
+        self._finalizer.detach()
+        _close(self._runner, self._selfplay)
 
     def __enter__(self) -> SyncSelfPlay:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _close(runner: asyncio.Runner, selfplay: SelfPlay) -> None:
+    try:
+        runner.run(selfplay.aclose())
+    finally:
+        runner.close()
+
+
+def _close_dropped(runner: asyncio.Runner, selfplay: SelfPlay) -> None:
+    """Close a SyncSelfPlay that was dropped without close() (the finalizer's body)."""
+    log.warning("sync_selfplay_not_closed", workers=selfplay.workers, backend=selfplay.backend)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        _close(runner, selfplay)
+        return
+    # Collected inside a running event loop (async code dropped it): this thread cannot run
+    # another loop, so the runner's loop runs the close in a thread of its own.
+    closer = threading.Thread(target=_close, args=(runner, selfplay), name="asp-sync-close")
+    closer.start()
+    closer.join()
 
 
 def play_games_parallel(

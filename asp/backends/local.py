@@ -22,9 +22,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
@@ -37,6 +35,7 @@ import structlog
 from torch import nn
 
 from asp import progress, worker
+from asp.backends import tempdirs
 from asp.backends.base import SlotState, StartFailures, UnreadableResult, WorkerLost, remote_traceback, retrieve
 from asp.checks import check_main_module, check_rebuildable, check_spawnable
 from asp.errors import AspError, ConfigError
@@ -235,7 +234,9 @@ class LocalBackend:
 
     async def start(self) -> None:
         check_main_module()
-        self._tmp = Path(tempfile.mkdtemp(prefix="asp-"))
+        # Named for this process and locked while it lives: a later start removes it if this
+        # process is killed before it can (asp.backends.tempdirs).
+        self._tmp = tempdirs.owned_dir()
         self._weights = WeightStore(self._tmp / "weights")
         began = time.perf_counter()
         procs = [self._spawn(slot) for slot in range(self.workers)]
@@ -267,7 +268,7 @@ class LocalBackend:
         if self._weights is not None:
             self._weights.close()
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            tempdirs.release(self._tmp)
 
     def check_network(self, net: nn.Module, role: str) -> None:
         check_rebuildable(net, role)
