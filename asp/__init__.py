@@ -3,7 +3,7 @@
 The public API; everything else is an implementation module.
 """
 
-from asp.errors import AspError, ClosedError, ConfigError, ReentrancyError, ShardCancelled, ShardFailed
+from asp.errors import AspError, ClosedError, ConfigError, LoopError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
 from asp.pipeline import IterationReport, Pipeline
 from asp.progress import heartbeat, more_games
@@ -15,9 +15,9 @@ __all__ = [
     "ClosedError",
     "ConfigError",
     "IterationReport",
+    "LoopError",
     "Pipeline",
     "PlayFn",
-    "ReentrancyError",
     "SelfPlay",
     "ShardCancelled",
     "ShardFailed",

@@ -7,12 +7,12 @@ The hierarchy::
      +-- ShardFailed                         a shard failed on every attempt it was allowed
      +-- ShardCancelled                      raised inside a worker when its shard is cancelled
      +-- ClosedError (also a RuntimeError)   a SelfPlay was used after it was closed
-     +-- ReentrancyError (also a RuntimeError)  a call from a task that has a call of the same SelfPlay open
+     +-- LoopError (also a RuntimeError)     a SelfPlay was called from another event loop than its own
 """
 
 from __future__ import annotations
 
-__all__ = ["AspError", "ClosedError", "ConfigError", "ReentrancyError", "ShardCancelled", "ShardFailed", "check_ints"]
+__all__ = ["AspError", "ClosedError", "ConfigError", "LoopError", "ShardCancelled", "ShardFailed", "check_ints"]
 
 
 class AspError(Exception):
@@ -60,9 +60,9 @@ class ClosedError(AspError, RuntimeError):
     """A :class:`asp.SelfPlay` was used after ``aclose()`` or outside its ``async with``."""
 
 
-class ReentrancyError(AspError, RuntimeError):
-    """A call on a :class:`asp.SelfPlay` from a task that already has a call of it open.
+class LoopError(AspError, RuntimeError):
+    """A call on a :class:`asp.SelfPlay` from another event loop than the one that started it.
 
-    Calls on one SelfPlay run one at a time, so a ``play()`` inside ``async for ... in
-    selfplay.stream(...)`` (or while a half-read stream is kept open) could only wait for itself.
+    Calls from every task of that loop share the workers; a call from another loop (another
+    thread's ``asyncio.run``) could only be served by a loop that is not running it.
     """

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import copy
 import functools
 import time
@@ -51,8 +52,9 @@ import structlog
 from torch import nn
 
 from asp.errors import AspError, ConfigError
-from asp.selfplay import SelfPlay
-from asp.shield import finish_in_thread, finish_thread_call, wait_out
+from asp.selfplay import SelfPlay, ShardResult
+from asp.shards import collect_games
+from asp.shield import finish_in_thread, wait_out
 
 __all__ = ["IterationReport", "Pipeline"]
 
@@ -205,25 +207,16 @@ class Pipeline:
 
     async def _play(self, iteration: int, version: int, weights: nn.Module) -> tuple[list[Any], dict[str, Any]]:
         cfg = self.play_cfg(iteration, version)
-        # Keyed by game id: a shard run twice (execution is at-least-once) counts once.
-        by_id: dict[int, Any] = {}
-        worker_seconds = 0.0
-        async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as shards:
-            async for shard in shards:
-                worker_seconds += shard.seconds
-                for record in shard.records:
-                    by_id.setdefault(record.game_id, record)
+        shards: list[ShardResult] = []
+        games = 0
+        async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as results:
+            async for shard in results:
+                shards.append(shard)
+                games += shard.n_games
                 if self.on_shard is not None:
-                    self.on_shard(iteration, len(by_id), cfg.n_games)
-        expected = range(cfg.first_game, cfg.first_game + cfg.n_games)
-        missing = [i for i in expected if i not in by_id]
-        extra = sorted(i for i in by_id if i not in expected)
-        if missing or extra:
-            raise AspError(
-                f"iteration {iteration}: the play_fn's games do not match the ids {expected.start}.."
-                f"{expected.stop - 1}: missing {_some(missing)}, unexpected {_some(extra)}"
-            )
-        records = [by_id[i] for i in expected]
+                    self.on_shard(iteration, games, cfg.n_games)
+        records = collect_games((r for shard in shards for r in shard.records), cfg, f"iteration {iteration}")
+        worker_seconds = sum(shard.seconds for shard in shards)
         stats = self.selfplay.summarise(records, cfg)
         stats.update(workers=self.selfplay.workers, worker_seconds=worker_seconds)
         return records, stats
@@ -285,7 +278,10 @@ class Pipeline:
         Training and copying weights run in threads. However ``run`` is left (exhausted, an
         error, cancellation, ``aclose()``), it first waits for the train call in progress and
         for the self-play in flight to stop: once it is left, nothing of it changes the model
-        or plays. A cancellation that arrives during that clean-up is re-raised after it,
+        or plays. A cancellation that arrives while a train call runs waits for the call to
+        return; the iteration it trained is then reported (yielded) as usual, so the caller can
+        save what the model learnt, and the cancellation is raised when the caller asks for the
+        next report. A cancellation that arrives during that clean-up is re-raised after it,
         unless an error is already on its way out: as with :class:`asyncio.TaskGroup`, the
         error wins.
 
@@ -310,8 +306,13 @@ class Pipeline:
                 done = await self._next_done(run, player)
                 assert done.iteration == iteration and done.ended is not None
                 train_started = time.perf_counter()
-                # Cancelled while training: self-play stops while the train call ends.
-                metrics = await finish_thread_call(functools.partial(self.train, done.records), on_cancel=player.cancel)
+                # Cancelled while training: self-play stops while the train call ends, and the
+                # iteration it trained is reported before the cancellation goes on.
+                training = asyncio.get_running_loop().run_in_executor(
+                    None, contextvars.copy_context().run, functools.partial(self.train, done.records)
+                )
+                interrupted = await wait_out(training, on_cancel=player.cancel)
+                metrics = training.result()
                 train_ended = time.perf_counter()
                 run.begun.remove(done)
                 version += 1
@@ -319,7 +320,7 @@ class Pipeline:
                 run.latest = (version, latest)
                 run.changed.set()
                 pending = [(p.version, p.weights) for p in run.begun]
-                if iteration + 1 == end and self.overlap:
+                if iteration + 1 == end and self.overlap and not interrupted:
                     await asyncio.wait({player.task})  # it notes the weights of the iteration after
                     player.task.result()
                     if run.after_last is not None:
@@ -356,6 +357,8 @@ class Pipeline:
                 # (evaluating, writing files) is part of it, so the walls add up to the run's.
                 boundary, busy_before = time.perf_counter(), self.selfplay.busy_seconds
                 yield report
+                if interrupted:
+                    raise asyncio.CancelledError
         except BaseException as e:
             error = e
             raise
@@ -382,9 +385,3 @@ def _overlap(played: _Played, start: float, end: float) -> float:
     played_end = played.ended if played.ended is not None else end
     return max(0.0, min(end, played_end) - max(start, played.started))
 
-
-def _some(ids: list[int]) -> str:
-    if not ids:
-        return "none"
-    shown = ", ".join(map(str, ids[:10]))
-    return f"[{shown}]" if len(ids) <= 10 else f"[{shown}, ...] ({len(ids)} in all)"

@@ -61,6 +61,8 @@ class FaultConfig:
     """Misbehave only the first time (needs ``marker_dir``)."""
     marker_dir: str = ""
     """Directory for the marker file of ``once``."""
+    drop_offers: bool = False
+    """A play_fn bug: take the games offered (:func:`asp.more_games`) and return none of them."""
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -137,7 +139,8 @@ def fault_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> tup
             while len(live) < cfg.batch_size:
                 new = next(pending, None)
                 if new is None and (block := more_games()) is not None:
-                    pending = iter(range(block[0], block[0] + block[1]))
+                    if not cfg.drop_offers:
+                        pending = iter(range(block[0], block[0] + block[1]))
                     continue
                 if new is None:
                     break

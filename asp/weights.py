@@ -75,20 +75,41 @@ class Publications:
     ``publish`` returns the previous :class:`WeightRef` when the module, the version and every
     tensor's contents are unchanged (compared against a copy of the last publication: exact,
     whatever way the weights were changed), so a loop that plays many calls with one set of
-    weights publishes it once. An older publication is dropped as a newer one replaces it.
+    weights publishes it once. An older publication is dropped as a newer one replaces it,
+    or, when it is held (``publish(..., hold=True)``, one hold per open call that names it),
+    at its last :meth:`release`.
     """
 
     def __init__(self) -> None:
         self._count = 0
         self._last: dict[str, tuple[tuple[int, int], WeightRef, dict[str, torch.Tensor]]] = {}
         self._lock = threading.Lock()  # SelfPlay publishes from a thread
+        self._holds: dict[int, int] = {}
+        """Open holds per publication number."""
+        self._replaced: dict[int, Any] = {}
+        """Locations of held publications that a newer one replaced: dropped at their last release."""
         self.first_model: tuple[type[nn.Module], Any] | None = None
         """Class and cfg of the first network published as ``"model"``: what new workers build first."""
 
-    def publish(self, role: str, model: nn.Module, *, version: int) -> WeightRef:
-        """Make ``model``'s current weights available to workers as ``role`` at ``version``."""
+    def publish(self, role: str, model: nn.Module, *, version: int, hold: bool = False) -> WeightRef:
+        """Make ``model``'s current weights available to workers as ``role`` at ``version``;
+        with ``hold``, keep them until :meth:`release` even if a newer publication replaces them."""
         with self._lock:
-            return self._publish(role, model, version)
+            ref = self._publish(role, model, version)
+            if hold:
+                self._holds[ref.publication] = self._holds.get(ref.publication, 0) + 1
+            return ref
+
+    def release(self, ref: WeightRef) -> None:
+        """Let go of one hold on ``ref``; a replaced publication is dropped at its last."""
+        with self._lock:
+            holds = self._holds.pop(ref.publication, 0) - 1
+            if holds > 0:
+                self._holds[ref.publication] = holds
+                return
+            location = self._replaced.pop(ref.publication, None)
+            if location is not None:
+                self._drop(location)
 
     def _put(self, name: str, state: dict[str, torch.Tensor]) -> Any:
         """Store ``state`` under ``name``; return its location."""
@@ -111,7 +132,10 @@ class Publications:
             self.first_model = (ref.model_class, ref.model_cfg)
         if last is not None:
             # Safe: a worker that has the old weights keeps them; new shards name the new ones.
-            self._drop(last[1].location)
+            if self._holds.get(last[1].publication):
+                self._replaced[last[1].publication] = last[1].location
+            else:
+                self._drop(last[1].location)
         # A private copy: the caller's tensors may change in place under any name (.data too).
         self._last[role] = ((id(model), version), ref, {k: v.clone() for k, v in state.items()})
         log.info(
@@ -128,7 +152,10 @@ class Publications:
         """Drop every publication."""
         for _, ref, _ in self._last.values():
             self._drop(ref.location)
+        for location in self._replaced.values():
+            self._drop(location)
         self._last.clear()
+        self._replaced.clear()
 
 
 class WeightStore(Publications):

@@ -8,7 +8,6 @@ deadlocked, or left processes and files behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import multiprocessing
 import os
@@ -26,7 +25,7 @@ import pytest
 from selfplay_helpers import Logs, events, ids, pid_alive, tiny, wait_until
 from torch import nn
 
-from asp import ClosedError, ReentrancyError, SelfPlay, ShardFailed
+from asp import ClosedError, SelfPlay, ShardFailed
 from asp.cores import _cgroup_quota, available_cores
 from asp.testing import FaultConfig, fault_play
 
@@ -227,31 +226,6 @@ async def test_a_worker_killed_while_its_stream_waits_for_the_consumer_is_blamed
         died = events(logs, "worker_died")
         assert [(e["pid"], e["shard"], e["exit"]) for e in died] == [(victim, 1, "SIGKILL")]
         assert [e["shard"] for e in events(logs, "shard_retried")] == [1]
-
-
-# -- 3. a call from the task that has a stream open ------------------------------------------
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.asyncio
-async def test_a_call_inside_an_open_stream_raises_at_once_instead_of_waiting_forever(logs: Logs) -> None:
-    model = tiny()
-    async with SelfPlay(workers=1, play_fn=fault_play, shard_games=1) as selfplay:
-        async with asyncio.timeout(20):  # the old lock made this wait forever
-            async with contextlib.aclosing(selfplay.stream(model, None, FaultConfig(n_games=2))) as shards:
-                async for _ in shards:
-                    with pytest.raises(ReentrancyError, match="finish or close that stream first"):
-                        await selfplay.play(model, None, FaultConfig(n_games=1, first_game=9))
-                    break
-            stream = selfplay.stream(model, None, FaultConfig(n_games=2))
-            await stream.__anext__()  # half read, kept open
-            with pytest.raises(ReentrancyError):
-                await selfplay.play(model, None, FaultConfig(n_games=1))
-            await stream.aclose()
-            # closed: calls work again, and a call from another task simply waits its turn
-            other = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, first_game=5)))
-            records, _ = await selfplay.play(model, None, FaultConfig(n_games=2))
-            assert ids(records) == [0, 1] and ids((await other)[0]) == [5, 6]
 
 
 # -- 4. start means every worker has built its model -----------------------------------------

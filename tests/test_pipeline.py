@@ -357,7 +357,8 @@ async def test_cancelling_the_consumer_stops_the_play_and_leaves_the_selfplay_us
         with pytest.raises(asyncio.CancelledError):
             await consumer
         assert play_tasks() == []
-        assert got == []
+        # the iteration trained while the cancel waited is reported; nothing else is
+        assert [r.iteration for r in got] == ([0] if phase == "training" else [])
     finally:
         release.set()
 
@@ -463,6 +464,33 @@ async def test_the_trainers_error_reaches_the_caller_even_when_the_play_in_fligh
 
 
 @pytest.mark.timeout(120)
+@module_loop
+async def test_an_iteration_trained_while_the_run_is_cancelled_is_still_reported(echo_pool: SelfPlay) -> None:
+    """A cancel that lands in a train call waits for it; the model it changed is reported, so a
+    caller that saves every report never resumes from before an iteration the model has learnt."""
+    training = threading.Event()
+
+    def train(records: list[Any]) -> dict[str, Any]:
+        training.set()
+        time.sleep(0.5)
+        return {"games": len(records)}
+
+    reports: list[IterationReport] = []
+
+    async def consume() -> None:
+        async for report in Pipeline(echo_pool, tiny(), train=train, play_cfg=echo_cfg).run(3):
+            reports.append(report)
+
+    consumer = asyncio.create_task(consume())
+    await wait_until(training.is_set)
+    consumer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    assert [(r.iteration, r.train_metrics) for r in reports] == [(0, {"games": len(reports[0].records)})]
+    assert play_tasks() == []
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("cancels", [1, 2])
 @module_loop
 async def test_no_thread_changes_the_model_once_a_cancelled_run_is_left(echo_pool: SelfPlay, cancels: int) -> None:
@@ -518,7 +546,9 @@ def id_cfg(ids: str) -> Callable[[int, int], IdConfig]:
 async def test_games_with_missing_or_unexpected_ids_are_an_asp_error_naming_them(id_pool: SelfPlay) -> None:
     train = CountingTrain()
     pipeline = Pipeline(id_pool, tiny(), train=train, play_cfg=id_cfg("shifted"))
-    with pytest.raises(AspError, match=rf"iteration 2: .* missing \[{2 * N}\], unexpected \[{3 * N}\]"):
+    # found as the shard comes back: the stream checks every result against its shards' ids
+    expected = rf"shard 0: .* \({2 * N}\.\.{3 * N - 1}\): missing \[{2 * N}\], unexpected \[{3 * N}\]"
+    with pytest.raises(AspError, match=expected):
         await run_all(pipeline, 2, start=2)
     assert train.calls == []
     assert play_tasks() == []
@@ -526,14 +556,12 @@ async def test_games_with_missing_or_unexpected_ids_are_an_asp_error_naming_them
 
 @pytest.mark.timeout(120)
 @module_loop
-async def test_a_game_id_that_comes_twice_is_kept_once(id_pool: SelfPlay) -> None:
-    shards: list[tuple[int, int, int]] = []
+async def test_a_shard_that_returns_a_game_twice_is_an_asp_error_naming_it(id_pool: SelfPlay) -> None:
     train = CountingTrain()
-    pipeline = Pipeline(id_pool, tiny(), train=train, play_cfg=id_cfg("doubled"), on_shard=lambda *a: shards.append(a))
-    reports = await run_all(pipeline, 2)
-    assert [ids(r.records) for r in reports] == [list(range(N)), list(range(N, 2 * N))]
-    assert train.calls == [list(range(N)), list(range(N, 2 * N))]
-    assert shards == [(0, N, N), (1, N, N)]
+    pipeline = Pipeline(id_pool, tiny(), train=train, play_cfg=id_cfg("doubled"))
+    with pytest.raises(AspError, match=rf"twice \[{', '.join(map(str, range(N)))}\]"):
+        await run_all(pipeline, 2)
+    assert train.calls == []
 
 
 @pytest.mark.parametrize("max_staleness", [17, -1, True, 1.0, None])

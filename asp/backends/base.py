@@ -89,7 +89,12 @@ class Backend(Protocol):
         """Refuse up front (ConfigError) a network the workers could never rebuild."""
 
     async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
-        """Make ``net``'s weights available to workers, once per change."""
+        """Make ``net``'s weights available to workers, once per change, and hold them until
+        :meth:`release`: a publication that a newer one of its role replaces stays readable
+        while a call that named it is open."""
+
+    def release(self, ref: WeightRef) -> None:
+        """Let go of one hold that :meth:`publish` took on ``ref``."""
 
     def pid(self, slot: int) -> int | None:
         """The process id of the slot's worker, when it runs on this machine and has started."""

@@ -277,8 +277,12 @@ class LocalBackend:
         assert self._weights is not None, "start() first"
         # torch.save, fsync and the comparison with the last publication take long for a large
         # model: off the event loop, so that shards of other work are collected meanwhile.
-        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version)
+        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version, hold=True)
         return ref
+
+    def release(self, ref: WeightRef) -> None:
+        if self._weights is not None:
+            self._weights.release(ref)
 
     def _warm(self) -> tuple[type[nn.Module], Any] | None:
         return self._weights.first_model if self._weights is not None else None

@@ -260,8 +260,12 @@ class RayBackend:
 
     async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
         assert self._weights is not None, "start() first"
-        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version)
+        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version, hold=True)
         return ref
+
+    def release(self, ref: WeightRef) -> None:
+        if self._weights is not None:
+            self._weights.release(ref)
 
     def _warm(self) -> tuple[type[nn.Module], Any] | None:
         return self._weights.first_model if self._weights is not None else None
