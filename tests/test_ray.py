@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -86,20 +88,46 @@ def _closure_play_fn() -> Callable[..., tuple[list[Any], dict[str, Any]]]:
     return play
 
 
+def _users_of(directory: Path) -> list[str]:
+    """Processes other than this one that hold a file in ``directory``."""
+    inside = str(directory.resolve()) + "/"
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.pid != os.getpid() and any(f.path.startswith(inside) for f in p.open_files()):
+                found.append(f"{p.pid} {p.name()}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
 @pytest.mark.asyncio
-async def test_a_private_instance_ships_play_fn_by_value_and_leaves_no_process(children: Children) -> None:
+async def test_a_private_instance_ships_play_fn_by_value_replaces_an_idle_dead_actor_and_leaves_nothing(
+    children: Children,
+) -> None:
     assert not ray.is_initialized()
     play = _closure_play_fn()  # defined in a function: spawn workers could never import it
     async with SelfPlay(workers=2, play_fn=play, shard_games=2, backend="ray") as selfplay:
         assert ray.is_initialized()
+        pattern = f"asp-{os.getpid()}-ray-*"
+        [directory] = await asyncio.to_thread(lambda: list(Path(tempfile.gettempdir()).glob(pattern)))
         records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
         assert [r.game_id for r in records] == [0, 1, 2, 3] and stats["offset"] == 2000
         actors = [pid for pid in selfplay.pids if pid is not None]
         assert len(actors) == 2
+        # An actor that dies between calls costs no shard a retry: it is replaced before it gets one.
+        os.kill(actors[0], signal.SIGKILL)
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
+        assert [r.game_id for r in records] == [0, 1, 2, 3]
+        assert (stats["retries"], stats["respawns"]) == (0, 1)
+        actors += [pid for pid in selfplay.pids if pid is not None and pid not in actors]  # the new one, if started
     assert not ray.is_initialized()  # it started Ray, so it stopped it
     assert await gone(lambda: [pid for pid in actors if psutil.pid_exists(pid)]) == []
     assert await gone(ray_processes) == []
     assert await gone(children) == []
+    # and nothing outside this process's tree either (Ray's agents once outlived it)
+    assert await gone(lambda: _users_of(directory)) == []
+    assert not directory.exists()
 
 
 def test_import_asp_needs_no_ray_and_backend_ray_names_the_extra() -> None:

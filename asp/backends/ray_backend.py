@@ -6,7 +6,15 @@ object store once per publication (``ray.put``) and a shard carries the referenc
 reloads only on a new publication. Shard results are ObjectRefs, awaited in completion order
 on the event loop. The actor is threaded: while one thread plays a shard, another answers
 progress, cancel and stack requests. A dead or stalled actor is killed (``ray.kill``) and
-replaced; only its shard runs again.
+replaced; only its shard runs again. An actor that dies between shards is found before it is
+given one (a pending call that never answers while it lives; for an actor on this machine, its
+pid), so its death costs no shard a retry.
+
+A private instance (``address=None``) lives in a temporary directory of its own, with a
+watchdog process (:mod:`asp.backends.ray_reaper`) that kills whatever of it is left and
+removes the directory when the instance is shut down or its owner dies, SIGKILL included.
+It must have the CPUs that ``workers * threads_per_worker`` asks for: :meth:`RayBackend.start`
+refuses at once when it has fewer (a connected cluster may grow, so there it is a warning).
 
 Ray ships ``play_fn``, its cfg and the network class by value where they are not importable
 (cloudpickle), so the spawn import checks of the local backend do not apply here; the nodes
@@ -25,6 +33,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -34,7 +43,9 @@ import torch
 from torch import nn
 
 from asp import progress, worker
+from asp.backends import tempdirs
 from asp.backends.base import SlotState, StartFailures, WorkerLost, retrieve
+from asp.backends.ray_reaper import Reaper
 from asp.checks import check_rebuildable
 from asp.errors import AspError, ConfigError
 from asp.log import LogFormat, configure_logging, log_settings
@@ -119,6 +130,10 @@ class ShardRunner:
             if self._running == token:
                 self._cancel[0] = 1
 
+    def vigil(self) -> None:
+        """Never returns: the coordinator's pending call fails as soon as this actor dies."""
+        threading.Event().wait()
+
     def stack(self) -> str:
         """Every thread's Python stack."""
         names = {t.ident: t.name for t in threading.enumerate()}
@@ -148,6 +163,8 @@ class _Actor:
     handle: Any
     number: int
     started: asyncio.Future[tuple[int, str]]
+    vigil: asyncio.Future[None]
+    """A call that never answers while the actor lives (:meth:`ShardRunner.vigil`)."""
     start_began: float = field(default_factory=time.monotonic)
     announced: bool = False
     killed: bool = False
@@ -187,6 +204,11 @@ class RayBackend:
         self._numbers = 0
         self._tokens = 0
         self._owns_ray = False
+        self._init: asyncio.Future[None] | None = None
+        self._init_done = threading.Event()
+        self._tmp: Path | None = None
+        self._reaper: Reaper | None = None
+        self._node: str | None = None
         self._actor_class: Any = None
         self._weights: ObjectStoreWeights | None = None
 
@@ -195,19 +217,24 @@ class RayBackend:
     async def start(self) -> None:
         began = time.perf_counter()
         if not ray.is_initialized():
-            await asyncio.to_thread(self._init_ray)
             self._owns_ray = True
+            self._init = asyncio.get_running_loop().run_in_executor(None, self._init_ray)
+            # Shielded: a cancelled start cannot stop ray.init in its thread; close() waits for it
+            # and then shuts the instance down.
+            await asyncio.shield(self._init)
+        self._node = ray.get_runtime_context().get_node_id()
         self._weights = ObjectStoreWeights()
-        cpus = _resources(total=True).get("CPU", 0.0)
-        if cpus < self.workers * self.threads_per_worker:  # an autoscaling cluster may still grow
-            log.warning("ray_cpus_short", cpus=cpus, workers=self.workers, threads_per_worker=self.threads_per_worker)
+        self._check_cpus()
         self._actor_class = ray.remote(ShardRunner)
         actors = [self._spawn(slot) for slot in range(self.workers)]
         try:
             async with asyncio.timeout(self.start_timeout):
                 await asyncio.gather(*(a.started for a in actors))
         except (TimeoutError, ray.exceptions.RayError) as e:
-            raise AspError(f"the Ray actors could not start: {e!r} (cluster resources: {_resources()})") from e
+            raise AspError(
+                f"the Ray actors could not start: {e!r} ({self._cpus_wanted()} CPUs asked for; "
+                f"cluster resources: {_resources(total=True)}, free: {_resources()})"
+            ) from e
         for actor in actors:
             actor.announced = True
         log.info(
@@ -221,15 +248,60 @@ class RayBackend:
 
     def _init_ray(self) -> None:
         try:
+            private: dict[str, Any] = {}
+            if self.address is None:
+                self._tmp = tempdirs.owned_dir("ray-")
+                self._reaper = Reaper(self._tmp)
+                private["_temp_dir"] = str(self._tmp)  # what the reaper knows the instance by
             ray.init(
                 address=self.address,
                 include_dashboard=False,
                 configure_logging=False,
                 log_to_driver=True,
+                **private,
             )
         except ConnectionError as e:
             raise AspError(f"could not connect to Ray at address={self.address!r}: {e}") from e
-        log.info("ray_started" if self.address is None else "ray_connected", address=self.address)
+        finally:
+            self._init_done.set()
+        if self.address is None:
+            log.info("ray_started", directory=str(self._tmp), reaper=self._reaper.pid if self._reaper else None)
+        else:
+            log.info("ray_connected", address=self.address)
+
+    def _cpus_wanted(self) -> int:
+        return self.workers * self.threads_per_worker
+
+    def _check_cpus(self) -> None:
+        """Refuse a private instance that has fewer CPUs than the actors need; warn for a cluster.
+
+        :raises AspError: on a private instance with too few CPUs.
+        """
+        cpus = _resources(total=True).get("CPU", 0.0)
+        wanted = self._cpus_wanted()
+        if cpus >= wanted:
+            return
+        fields = {"cpus": cpus, "wanted": wanted, "workers": self.workers, "threads": self.threads_per_worker}
+        if self._tmp is not None:  # nothing will add CPUs to a private instance: the actors would never start
+            log.error("ray_cpus_short", **fields)
+            raise AspError(
+                f"the Ray backend asked for {wanted} CPUs ({self.workers} workers x {self.threads_per_worker} "
+                f"threads_per_worker), and the private Ray instance has {cpus:g}: use fewer workers or threads"
+            )
+        log.warning("ray_cpus_short", **fields)  # an autoscaling cluster may still grow
+
+    def _stop_ray(self) -> None:
+        """Shut down the instance this backend started, end its reaper, remove its directory."""
+        if self._owns_ray:
+            self._owns_ray = False
+            ray.shutdown()
+        if self._reaper is not None:
+            reaper, self._reaper = self._reaper, None
+            if not reaper.close():
+                log.warning("ray_reaper_still_running", pid=reaper.pid, directory=str(self._tmp))
+        if self._tmp is not None:
+            tempdirs.release(self._tmp)
+            self._tmp = None
 
     async def close(self, *, grace: float) -> None:
         running = [a for a in self.actors if a is not None and not a.killed and a.token is not None]
@@ -242,18 +314,20 @@ class RayBackend:
         await asyncio.gather(
             *(self.kill(slot, "close") for slot, a in enumerate(self.actors) if a is not None and not a.killed)
         )
-        if self._owns_ray:
-            await asyncio.to_thread(ray.shutdown)
-            self._owns_ray = False
+        if self._init is not None:
+            await asyncio.wait([self._init])  # a cancelled start: ray.init may still be running
+        await asyncio.to_thread(self._stop_ray)
 
     def kill_now(self, slot: int | None = None) -> None:
         for i, actor in enumerate(self.actors):
             if actor is not None and slot in (None, i) and not actor.killed:
                 actor.killed = True
+                actor.vigil.cancel()
                 ray.kill(actor.handle, no_restart=True)
-        if slot is None and self._owns_ray:
-            ray.shutdown()
-            self._owns_ray = False
+        if slot is None:
+            if self._init is not None:
+                self._init_done.wait(timeout=self.start_timeout)  # shutting down a half-made instance
+            self._stop_ray()
 
     def check_network(self, net: nn.Module, role: str) -> None:
         check_rebuildable(net, role, importable=False)
@@ -286,13 +360,15 @@ class RayBackend:
         self._numbers += 1
         handle = self._actor_class.options(
             num_cpus=self.threads_per_worker,
-            max_concurrency=6,  # run, state, offer, cancel and stack at once
+            max_concurrency=7,  # run, vigil, state, offer, cancel and stack at once
             scheduling_strategy="SPREAD",
             name=None,
         ).remote(self.threads_per_worker, self._warm(), log_settings())
         started: asyncio.Future[tuple[int, str]] = asyncio.ensure_future(_awaited(handle.ping.remote()))
         started.add_done_callback(retrieve)
-        actor = _Actor(handle, self._numbers, started)
+        vigil: asyncio.Future[None] = asyncio.ensure_future(_awaited(handle.vigil.remote()))
+        vigil.add_done_callback(retrieve)
+        actor = _Actor(handle, self._numbers, started, vigil)
         self.actors[slot] = actor
         return actor
 
@@ -324,13 +400,27 @@ class RayBackend:
             self._failed_starts.failed(slot, reason, worker="Ray actor")
 
     async def idle_loss(self, slot: int) -> str | None:
-        actor = self._actor(slot)
+        return self._death(self._actor(slot))
+
+    def _death(self, actor: _Actor) -> str | None:
+        """How the actor ended, once that is known; None while it may be alive."""
+        if actor.death is None:
+            if actor.vigil.done():
+                actor.death = "killed" if actor.killed else "actor died"
+            elif actor.pid is not None and actor.started.result()[1] == self._node and not _pid_alive(actor.pid):
+                # On this machine the pid says so at once; Ray tells the vigil a moment later.
+                actor.death = "actor died"
         return actor.death
 
     # -- shards -------------------------------------------------------------------------------
 
     def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
         actor = self._actor(slot)
+        death = self._death(actor)
+        if death is not None:
+            raise WorkerLost(
+                f"Ray actor {actor.pid} died while idle", pid=actor.pid, exit=death, started_shard=False, cause=None
+            )
         self._tokens += 1
         token = self._tokens
         try:
@@ -404,6 +494,7 @@ class RayBackend:
         actor = self._actor(slot)
         already = actor.killed
         actor.killed = True
+        actor.vigil.cancel()
         ray.kill(actor.handle, no_restart=True)
         try:  # a killed actor answers nothing more: wait until Ray says it is dead
             async with asyncio.timeout(_GONE):
@@ -421,6 +512,23 @@ class RayBackend:
 
 async def _awaited(ref: Any) -> Any:
     return await ref
+
+
+def _pid_alive(pid: int) -> bool:
+    """False once process ``pid`` of this machine has ended (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):  # no /proc (not Linux)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def _resources(*, total: bool = False) -> dict[str, float]:
