@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from asp.errors import AspError
+from asp.app.outputs import check_output_file, writing
+from asp.errors import AspError, ConfigError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ POLICY_ONLY_HELP = (
     "the model plays its policy alone, and does not take a mate in one when it has one (default: it takes it)"
 )
 EXIT_INTERRUPTED = 130
+EXIT_FAILURE = 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,6 +160,8 @@ def _play(args: argparse.Namespace) -> int:
     from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig, TinyChess
 
+    _check_game_options(args)
+    check_output_file("--out", args.out)  # before any game is played
     version = 0
     if args.checkpoint:
         model, state = model_from_checkpoint(args.checkpoint)
@@ -175,12 +179,28 @@ def _play(args: argparse.Namespace) -> int:
         samples=False,  # only written as PGN
     )
     records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
-    write_pgn(records, args.out)
+    with writing(args.out):
+        write_pgn(records, args.out)
     print(
         f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
         f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); results {stats['results']}; wrote {args.out}"
     )
     return 0
+
+
+_GAME_OPTIONS = (("games", 1, 10**6), ("max_plies", 1, 10_000), ("seed", 0, 2**63 - 1), ("workers", 1, 4096))
+"""The integer options of ``asp play`` and ``asp eval`` and their ranges."""
+
+
+def _check_game_options(args: argparse.Namespace) -> None:
+    """ConfigError naming the first option of ``asp play``/``asp eval`` out of its range."""
+    for name, low, high in _GAME_OPTIONS:
+        value = getattr(args, name)
+        if not low <= value <= high:
+            raise ConfigError(f"--{name.replace('_', '-')} must be in {low}..{high}, got {value}")
+    t = args.temperature
+    if not (t == 0 or 0.01 <= t <= 100):  # NaN too
+        raise ConfigError(f"--temperature must be 0 (greedy) or a number in 0.01..100, got {t}")
 
 
 _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
@@ -189,7 +209,6 @@ _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time"
 
 def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The EngineConfig of ``--vs stockfish``, its errors naming the options; None for other opponents."""
-    from asp.errors import ConfigError
 
     given = [option for option in _ENGINE_OPTIONS.values() if getattr(args, option[2:].replace("-", "_")) is not None]
     if args.vs != "stockfish":
@@ -211,7 +230,6 @@ _TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
 
 def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The engine of ``asp train --eval-vs stockfish`` (its path is not part of the run)."""
-    from asp.errors import ConfigError
 
     given = [f"--{o.replace('_', '-')}" for o in ("eval_skill", "eval_nodes", "engine") if getattr(args, o) is not None]
     if args.eval_vs != "stockfish":
@@ -227,7 +245,6 @@ def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
 
 def _engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
     """``EngineConfig(**fields)``, its errors naming the command-line options that set the fields."""
-    from asp.errors import ConfigError
     from asp.tinychess.engine import EngineConfig
 
     try:
@@ -254,7 +271,10 @@ def _eval(args: argparse.Namespace) -> int:
     from asp.tinychess.openings import match_openings
     from asp.tinychess.opponents import RandomMover
 
+    _check_game_options(args)
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
+    if args.pgn:
+        check_output_file("--pgn", args.pgn)
     model, state = model_from_checkpoint(args.checkpoint)
     opponent: torch.nn.Module
     opponent_version = 0
@@ -290,7 +310,8 @@ def _eval(args: argparse.Namespace) -> int:
         if isinstance(opponent, EngineOpponent):
             opponent.close()  # the engine of this process (workers close their own)
     if args.pgn:
-        write_pgn(records, args.pgn, event="asp evaluation", opponent=name)
+        with writing(args.pgn):
+            write_pgn(records, args.pgn, event="asp evaluation", opponent=name)
     result = match_result_of(records)
     print(
         f"{args.checkpoint} (version {state['version']}) against {described}: "
@@ -302,7 +323,8 @@ def _eval(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from asp.app.show import write_boards
 
-    boards = write_boards(args.pgn, args.out, game=args.game, ply=args.ply)
+    with writing(args.out):
+        boards = write_boards(args.pgn, args.out, game=args.game, ply=args.ply)
     print(boards.describe())
     return 0
 
@@ -348,6 +370,7 @@ def _train(args: argparse.Namespace) -> int:
         value = getattr(args, option)
         if value is not None and value < 1:
             raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+    _check_device(cfg.train.device)  # a resumed run's stored device too, below
     if args.resume:
         run = RunDir(args.resume)
         if not run.path.is_dir():
@@ -396,7 +419,6 @@ def _check_run_files(run: RunDir) -> None:
 
 def _check_device(device: str) -> None:
     """ConfigError when the trainer's device is a CUDA one and this torch has none."""
-    from asp.errors import ConfigError
 
     if not device.startswith("cuda"):
         return
@@ -546,6 +568,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AspError as e:
         print(f"asp {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # asp train handles its own; play, eval and show just stop
+        print(f"asp {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as e:  # a full disk, a file removed under us: the environment, not the options
+        where = f" ({e.filename})" if e.filename else ""
+        print(f"asp {args.command}: {e.strerror or e}{where}", file=sys.stderr)
+        return EXIT_FAILURE
     raise AssertionError(f"unhandled command {args.command!r}")
 
 

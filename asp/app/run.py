@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+from asp.app.outputs import writing
 from asp.atomic import save_atomic, write_text_atomic
 from asp.errors import AspError, ConfigError, check_ints
 from asp.tinychess.engine import EngineConfig
@@ -390,7 +391,8 @@ class RunDir:
 
     def write_checkpoint(self, state: dict[str, Any]) -> None:
         """Write a :func:`checkpoint_state` atomically (slow for a large model: a thread may do it)."""
-        save_atomic(state, self.checkpoint)
+        with writing(self.checkpoint):
+            save_atomic(state, self.checkpoint)
 
     def saved_iterations(self) -> int:
         """Iterations the checkpoint holds: 0 when there is none (or none that loads)."""
@@ -400,7 +402,7 @@ class RunDir:
             return 0
 
     def append_metrics(self, line: dict[str, Any]) -> None:
-        with open(self.metrics, "a", encoding="utf-8") as f:
+        with writing(self.metrics), open(self.metrics, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
             f.flush()
             os.fsync(f.fileno())
@@ -419,5 +421,6 @@ class RunDir:
     def truncate_metrics(self, next_iteration: int) -> list[dict[str, Any]]:
         """Keep the lines of iterations before ``next_iteration`` (those the checkpoint holds)."""
         kept = [m for m in self.read_metrics() if m.get("iteration", -1) < next_iteration]
-        write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
+        with writing(self.metrics):
+            write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
         return kept

@@ -25,10 +25,11 @@ import chess
 import chess.pgn
 import chess.svg
 
+from asp.app.outputs import check_output_directory, check_output_file
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 
-__all__ = ["Boards", "read_game", "render", "svg_board", "write_boards"]
+__all__ = ["Boards", "is_directory", "read_game", "render", "svg_board", "write_boards"]
 
 SIZE = 400
 """Width and height of a board, in pixels."""
@@ -36,7 +37,15 @@ SIZE = 400
 
 class _QuietBuilder(chess.pgn.GameBuilder[chess.pgn.Game]):
     """A GameBuilder that keeps parse errors in ``game.errors`` without logging them: the
-    caller reports the error of the one game it was asked for."""
+    caller reports the error of the one game it was asked for. ``tags`` counts the tag pairs
+    read: python-chess reads any text as a game, and one with no tag pair and no move was no
+    PGN game."""
+
+    tags = 0
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        self.tags += 1
+        super().visit_header(tagname, tagvalue)
 
     def handle_error(self, error: Exception) -> None:
         self.game.errors.append(error)
@@ -69,8 +78,11 @@ def read_game(pgn_path: str | os.PathLike[str], *, game: int = 1) -> chess.pgn.G
     if game >= 1:
         with _open(path) as handle:
             skipped = all(chess.pgn.skip_game(handle) for _ in range(game - 1))
-            found = chess.pgn.read_game(handle, Visitor=_QuietBuilder) if skipped else None
+            builder = _QuietBuilder()
+            found = chess.pgn.read_game(handle, Visitor=lambda: builder) if skipped else None
         if found is not None:
+            if builder.tags == 0 and found.next() is None:
+                raise ConfigError(f"GAMES.pgn: {path} is not a PGN file (game {game} has no tag pair and no move)")
             if found.errors:
                 raise ConfigError(f"--game {game}: game {game} of {path} does not parse: {found.errors[0]}")
             return found
@@ -146,7 +158,8 @@ class Boards:
         )
 
 
-def _is_directory(out: str) -> bool:
+def is_directory(out: str) -> bool:
+    """Whether ``--out`` names a directory: an existing one, or a path ending in a separator."""
     return out.endswith(("/", os.sep)) or Path(out).is_dir()
 
 
@@ -165,10 +178,11 @@ def write_boards(
     drops a trailing slash): one SVG per position,
     ``ply-000.svg`` (the start) to ``ply-NNN.svg`` (the final position), and ``ply`` must be None.
 
-    :raises ConfigError: as :func:`render`, or ``ply`` given with a directory.
+    :raises ConfigError: as :func:`render`, ``ply`` given with a directory, or ``out`` where
+        no file can be written (named ``--out``).
     """
     source, target = Path(pgn_path), os.fspath(out)
-    directory = _is_directory(target)
+    directory = is_directory(target)
     if directory and ply is not None:
         raise ConfigError(f"--ply picks one position, but --out {target} is a directory (one SVG per ply): drop one")
     positions = _positions(read_game(source, game=game))
@@ -181,7 +195,9 @@ def write_boards(
         drawn = (plies if ply is None else ply,)
         _check_ply(drawn[0], plies, game, source)
         paths = (Path(target),)
-    paths[0].parent.mkdir(parents=True, exist_ok=True)
+    check_output_directory("--out", paths[0].parent)  # created if needed
+    if not directory:
+        check_output_file("--out", target)
     for k, path in zip(drawn, paths, strict=True):
         board, lastmove = positions[k]
         write_text_atomic(path, svg_board(board, lastmove=lastmove, size=size) + "\n")

@@ -1,0 +1,277 @@
+"""Every user mistake is one line ``asp COMMAND: ...`` on standard error and exit status 2,
+never a traceback, found before any work is done; a resume refused changes no file.
+
+Each case runs the command as a user does (a subprocess) on files made here: tiny
+checkpoints in the format ``asp train`` saves, spoiled one way each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from asp.app.run import CHECKPOINT, RunConfig, checkpoint_state
+from asp.atomic import save_atomic
+from asp.tinychess.model import ModelConfig, TinyChess
+from asp.tinychess.train import Trainer
+
+LIMIT = 60  # seconds for one refused command; each takes a few (importing torch)
+TINY_RUN = RunConfig(games=8, max_plies=20, eval_games=8, model=ModelConfig(hidden=16, blocks=0))
+PGN = '[Event "asp"]\n[Result "0-1"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n'
+
+
+def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = lambda state: None) -> Path:
+    """A run directory holding a checkpoint of TINY_RUN after 2 iterations (spoiled by ``spoil``),
+    its config.json and the two metrics lines."""
+    torch.manual_seed(0)
+    trainer = Trainer(TinyChess(TINY_RUN.model), TINY_RUN.train)
+    state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2, play_weights=None)
+    spoil(state)
+    (run / "games").mkdir(parents=True)
+    save_atomic(state, run / CHECKPOINT)
+    (run / "config.json").write_text(json.dumps(TINY_RUN.to_dict()))
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"iteration": i}) + "\n" for i in range(2)))
+    return run
+
+
+def wider_weights(state: dict[str, object]) -> None:
+    state["model"] = TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()
+
+
+def no_model(state: dict[str, object]) -> None:
+    del state["model"]
+
+
+def version_text(state: dict[str, object]) -> None:
+    state["version"] = "two"
+
+
+def next_iteration_negative(state: dict[str, object]) -> None:
+    state["next_iteration"] = -5
+
+
+def pending_play_too_wide(state: dict[str, object]) -> None:
+    state["pending_plays"] = [{"version": 1, "weights": TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()}]
+
+
+def missing_checkpoint(run: Path) -> None:
+    (run / CHECKPOINT).unlink()
+
+
+def metrics_a_directory(run: Path) -> None:
+    (run / "metrics.jsonl").unlink()
+    (run / "metrics.jsonl").mkdir()
+
+
+def games_a_directory(run: Path) -> None:
+    (run / "games" / "iter-0002.pgn").mkdir()
+
+
+def games_a_file(run: Path) -> None:
+    (run / "games").rmdir()
+    (run / "games").write_text("")
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """A command and the words its one line of error holds."""
+
+    argv: tuple[str, ...]
+    """The command's arguments; ``{tmp}`` stands for the test's directory."""
+    words: tuple[str, ...]
+    """What the line must say."""
+    run: Callable[[Path], None] | None = None
+    """Make ``{tmp}/run`` (a refused command must leave its files as they were)."""
+
+
+def spoiled(spoil: Callable[[dict[str, object]], None]) -> Callable[[Path], None]:
+    def make(run: Path) -> None:
+        save_checkpoint(run, spoil=spoil)
+
+    return make
+
+
+def spoiled_run(change: Callable[[Path], None]) -> Callable[[Path], None]:
+    def make(run: Path) -> None:
+        save_checkpoint(run)
+        change(run)
+
+    return make
+
+
+GAMES = ("--games", "2", "--max-plies", "4")
+RESUME = ("train", "--resume", "{tmp}/run", "--iterations", "3", "--workers", "1", "--no-progress")
+
+CASES = {
+    # asp play
+    "play --out DIR": Case(("play", *GAMES, "--out", "{tmp}"), ("--out", "is a directory")),
+    "play --out in a missing directory": Case(("play", *GAMES, "--out", "/nonexistent/d/x.pgn"), ("no directory",)),
+    "play --out under /proc": Case(("play", *GAMES, "--out", "/proc/x.pgn"), ("--out", "cannot write")),
+    "play --games 0": Case(("play", "--games", "0"), ("--games must be in 1..",)),
+    "play --workers 0": Case(("play", "--workers", "0"), ("--workers must be in 1..",)),
+    "play --temperature nan": Case(("play", "--temperature", "nan"), ("--temperature",)),
+    "play a checkpoint too wide for its config": Case(
+        ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("do not fit", "size mismatch"), spoiled(wider_weights)
+    ),
+    "play a checkpoint without its model": Case(
+        ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("no model",), spoiled(no_model)
+    ),
+    "play a checkpoint whose version is text": Case(
+        ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("version", "'two'"), spoiled(version_text)
+    ),
+    # asp eval
+    "eval --games 0": Case(("eval", "{tmp}/run", "--games", "0"), ("--games must be in 1..",), spoiled_run(str)),
+    "eval --pgn DIR": Case(("eval", "{tmp}/run", *GAMES, "--pgn", "{tmp}"), ("--pgn", "directory"), spoiled_run(str)),
+    "eval a checkpoint too wide": Case(("eval", "{tmp}/run", *GAMES), ("do not fit",), spoiled(wider_weights)),
+    "eval --vs a checkpoint without its model": Case(
+        ("eval", "{tmp}/good", *GAMES, "--vs", "{tmp}/run"), ("no model",), spoiled(no_model)
+    ),
+    "eval a checkpoint whose version is text": Case(("eval", "{tmp}/run", *GAMES), ("version",), spoiled(version_text)),
+    # asp show
+    "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
+    "show --out under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/b.svg"), ("--out", "cannot write")),
+    "show --out a directory under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/x/"), ("--out",)),
+    # asp train: the run directory
+    "train --run-dir FILE": Case(("train", "--run-dir", "{tmp}/mate.pgn", "--no-progress"), ("not a directory",)),
+    "train --run-dir under /proc": Case(("train", "--run-dir", "/proc/asp-run", "--no-progress"), ("cannot be",)),
+    "train --resume a directory it cannot write": Case(("train", "--resume", "/proc", "--no-progress"), ("/proc",)),
+    "train --device cuda without CUDA": Case(
+        ("train", "--device", "cuda", "--run-dir", "{tmp}/new", "--no-progress"), ("--device cuda", "CUDA")
+    ),
+    "train: metrics.jsonl is a directory": Case(
+        RESUME, ("metrics.jsonl", "directory"), spoiled_run(metrics_a_directory)
+    ),
+    "train: a games PGN is a directory": Case(RESUME, ("iter-0002.pgn", "directory"), spoiled_run(games_a_directory)),
+    "train: games is a file": Case(RESUME, ("games", "not a directory"), spoiled_run(games_a_file)),
+    # asp train --resume: everything is checked before any file changes
+    "resume a checkpoint with next_iteration -5": Case(
+        RESUME, ("next_iteration", "-5"), spoiled(next_iteration_negative)
+    ),
+    "resume a checkpoint whose version is text": Case(RESUME, ("version", "'two'"), spoiled(version_text)),
+    "resume a checkpoint too wide for its config": Case(RESUME, ("do not fit",), spoiled(wider_weights)),
+    "resume a pending play too wide": Case(RESUME, ("do not fit",), spoiled(pending_play_too_wide)),
+    "resume with the checkpoint missing under metrics": Case(
+        RESUME, ("checkpoint.pt", "missing", "2 iteration(s)"), spoiled_run(missing_checkpoint)
+    ),
+}
+
+
+def snapshot(path: Path) -> dict[str, bytes | None]:
+    """Every file and directory under ``path``, with a file's bytes; a run directory's empty
+    lock file (what a command that took the lock and let it go leaves) does not count."""
+    found = {str(p.relative_to(path)): p.read_bytes() if p.is_file() else None for p in sorted(path.rglob("*"))}
+    return {name: data for name, data in found.items() if not (name.endswith("/.lock") and data == b"")}
+
+
+def one_line(result: subprocess.CompletedProcess[str], command: str, rc: int = 2) -> str:
+    output = result.stdout + result.stderr
+    assert result.returncode == rc, f"exit {result.returncode}:\n{output}"
+    assert "Traceback" not in output, output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"asp {command}: "), result.stderr
+    return lines[0]
+
+
+def asp(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "asp.app.cli", *argv], cwd=cwd, capture_output=True, text=True, timeout=LIMIT
+    )
+
+
+@pytest.mark.timeout(2 * LIMIT)
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_a_mistake_is_one_line_with_status_2_and_changes_nothing(case: Case, tmp_path: Path) -> None:
+    (tmp_path / "mate.pgn").write_text(PGN)
+    (tmp_path / "notes.txt").write_text("not a game\n")
+    save_checkpoint(tmp_path / "good")
+    if case.run is not None:
+        case.run(tmp_path / "run")
+    before = snapshot(tmp_path)
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in case.argv]
+    line = one_line(asp(argv, tmp_path), argv[0])
+    for word in case.words:
+        assert word in line, line
+    assert snapshot(tmp_path) == before  # no file written, none changed, none removed
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only directory all the same")
+def test_a_read_only_run_directory_is_one_line(tmp_path: Path) -> None:
+    save_checkpoint(tmp_path / "run")
+    (tmp_path / "run").chmod(0o500)
+    try:
+        result = asp([arg.replace("{tmp}", str(tmp_path)) for arg in RESUME], tmp_path)
+    finally:
+        (tmp_path / "run").chmod(0o700)
+    assert "cannot be written" in one_line(result, "train")
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    result = asp(["play", *GAMES, "--out", "/dev/full"], tmp_path)
+    assert one_line(result, "play", rc=1) == "asp play: No space left on device (/dev/full)"
+
+
+@pytest.mark.timeout(3 * LIMIT)
+def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").symlink_to("/dev/full")
+    argv = ["train", "--run-dir", str(run), "--iterations", "1", "--games", "4", "--max-plies", "10",
+            "--eval-games", "2", "--hidden", "16", "--workers", "1", "--no-progress"]  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=2 * LIMIT
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == f"asp train: No space left on device ({run}/metrics.jsonl)"
+
+
+@pytest.mark.timeout(3 * LIMIT)
+@pytest.mark.parametrize("argv", [["play", "--games", "100000", "--workers", "2", "--out", "x.pgn"],
+                                  ["eval", "good", "--games", "100000"]], ids=["play", "eval"])  # fmt: skip
+def test_ctrl_c_while_playing_exits_130_with_no_traceback(argv: list[str], tmp_path: Path) -> None:
+    save_checkpoint(tmp_path / "good")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + LIMIT
+        # Playing by then: importing torch and starting costs each process 2-3 s of CPU.
+        while _tree_cpu(proc.pid) < (12 if argv[0] == "play" else 6):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=LIMIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert err.strip() == f"asp {argv[0]}: interrupted" and "Traceback" not in out + err, err
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for child in alive:
+        child.kill()
+    assert alive == []
+    assert not (tmp_path / "x.pgn").exists()
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds (user) of process ``pid`` and its children."""
+    total = 0.0
+    for process in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
+        try:
+            total += process.cpu_times().user
+        except psutil.Error:
+            pass
+    return total
