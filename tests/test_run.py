@@ -39,6 +39,7 @@ from asp.app.run import (
     pending_plays,
 )
 from asp.app.session import train_session
+from asp.app.writer import Writer
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
 from asp.tinychess import MODEL, GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
@@ -481,13 +482,13 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
         return timed_call
 
     monkeypatch.setattr(asp.app.run, "save_atomic", timed("checkpoint", asp.app.run.save_atomic))
-    in_process = asp.app.session._in_process
+    call = Writer.call
 
-    def writer_call(writer: Any, func: Callable[..., Any], *args: Any) -> Any:
+    def writer_call(writer: Writer, func: Callable[..., Any], *args: Any) -> Any:
         # the curves are drawn in the session's writer process: timed from the waiting thread
-        return (timed("curves", in_process) if func.__name__ == "_plot" else in_process)(writer, func, *args)
+        return (timed("curves", call) if func.__name__ == "_plot" else call)(writer, func, *args)
 
-    monkeypatch.setattr(asp.app.session, "_in_process", writer_call)
+    monkeypatch.setattr(Writer, "call", writer_call)
     ticks: list[float] = []
 
     async def ticker() -> None:

@@ -8,16 +8,12 @@ iteration's games, the curves, a metrics line and an atomic checkpoint.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import copy
 import dataclasses
 import functools
 import gc
 import math
-import multiprocessing
-import os
-import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,6 +34,7 @@ from asp.app.run import (
     load_weights,
     pending_plays,
 )
+from asp.app.writer import Writer
 from asp.errors import ConfigError, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
@@ -47,7 +44,6 @@ from asp.tinychess.model import TinyChess
 from asp.tinychess.opponents import RandomMover
 from asp.tinychess.records import GameRecord
 from asp.tinychess.train import Trainer
-from asp.worker import die_with_parent
 
 __all__ = ["check_resumable", "endings", "evaluate_vs_engine", "evaluate_vs_random", "train_session"]
 
@@ -229,7 +225,7 @@ async def _session(
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
 
-    writer = _writer()
+    writer = Writer()
     try:
         async with (
             SelfPlay(
@@ -314,14 +310,14 @@ async def _write_iteration(
     evaluated: torch.nn.Module | None,
     engine: EngineOpponent | None,
     notify: Progress,
-    writer: concurrent.futures.Executor,
+    writer: Writer,
 ) -> dict[str, Any]:
     """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating
     ``evaluated``, the weights it trained, first when given); append the line to ``history``
     and return it."""
     started = time.perf_counter()
     plain = [record.plain() for record in report.records]  # the PlyData is the trainer's, not the PGN's
-    await finish_thread_call(functools.partial(_in_process, writer, write_pgn, plain, run.games(report.iteration)))
+    await finish_thread_call(functools.partial(writer.call, write_pgn, plain, run.games(report.iteration)))
     games_seconds = time.perf_counter() - started
     line = _metrics_line(report, selfplay.threads_per_worker, torch.get_num_threads())
     line.update(report.extra)
@@ -331,7 +327,7 @@ async def _write_iteration(
         if engine is not None:
             line.update(await evaluate_vs_engine(selfplay, evaluated, cfg, report.version_trained + 1, engine))
     started = time.perf_counter()
-    failure = await finish_thread_call(functools.partial(_in_process, writer, _plot, [*history, line], run.curves))
+    failure = await finish_thread_call(functools.partial(writer.call, _plot, [*history, line], run.curves))
     if failure is not None:  # a plot must never stop training
         log.warning("curves_failed", error=failure)
     # What the games and curves took: the artefacts written before the line itself.
@@ -478,30 +474,3 @@ def _plot(history: list[dict[str, Any]], path: Path) -> str | None:
     except Exception as e:  # noqa: BLE001 (reported by the caller, never raised)
         return repr(e)
     return None
-
-
-def _writer() -> concurrent.futures.ProcessPoolExecutor:
-    """A spawn process for the artefacts that are pure-Python CPU work: PGN export and the curves.
-
-    In a thread of this process they held the GIL in stretches of up to 150 ms while the
-    workers and the trainer kept both cores busy, and the event loop stalled that long
-    (measured with a loop watch); in a process of their own they do not touch the loop.
-    """
-    return concurrent.futures.ProcessPoolExecutor(
-        max_workers=1,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_writer_started,
-        initargs=(os.getpid(),),
-    )
-
-
-def _writer_started(parent_pid: int) -> None:
-    # Ctrl-C reaches the whole process group: the coordinator stops the run, and the write in
-    # progress must finish, so the writer ignores it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    die_with_parent(parent_pid)
-
-
-def _in_process(writer: concurrent.futures.Executor, func: Callable[..., T], *args: Any) -> T:
-    """Run ``func(*args)`` in the writer and wait for it (from a thread)."""
-    return writer.submit(func, *args).result()

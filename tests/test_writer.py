@@ -1,0 +1,94 @@
+"""The writer of games and curves is replaced when it dies (``asp.app.writer``), in a run too."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import chess.pgn
+import psutil
+import pytest
+from structlog.testing import capture_logs
+from test_cli import RUN_LIMIT, TINY, command
+
+from asp.app.writer import Writer
+
+
+def test_a_killed_writer_is_replaced_and_the_call_runs_again() -> None:
+    writer = Writer()
+    try:
+        with capture_logs() as logs:
+            first = writer.call(os.getpid)
+            assert first == writer.pid and first != os.getpid()
+            os.kill(first, signal.SIGKILL)
+            psutil.Process(first).wait(timeout=10)
+            second = writer.call(os.getpid)
+        assert second not in (first, os.getpid())
+        replaced = [e for e in logs if e["event"] == "writer_replaced"]
+        assert len(replaced) == 1 and replaced[0]["pid"] == first, logs
+        assert replaced[0]["reason"] == "killed by SIGKILL"
+    finally:
+        writer.shutdown()
+
+
+def _events(log: Path, name: str) -> list[dict[str, object]]:
+    if not log.exists():
+        return []
+    found = []
+    for text in log.read_text().splitlines():
+        try:
+            event = json.loads(text)
+        except ValueError:
+            continue  # a line being written
+        if event.get("event") == name:
+            found.append(event)
+    return found
+
+
+def _lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.exists() else 0
+
+
+@pytest.mark.timeout(2 * RUN_LIMIT + 60)
+def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once(tmp_path: Path) -> None:
+    run, out = tmp_path / "run", tmp_path / "out.txt"
+    iterations = 6
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen(
+            command("train", "--iterations", str(iterations), "--games", "8", "--run-dir", str(run), *TINY),
+            cwd=tmp_path,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.monotonic() + RUN_LIMIT
+            # mid-run: the writer has written an iteration, and more are to come
+            while not (_events(run / "log.jsonl", "writer_started") and _lines(run / "metrics.jsonl") >= 1):
+                assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+                time.sleep(0.05)
+            pid = int(str(_events(run / "log.jsonl", "writer_started")[0]["pid"]))
+            assert pid in [p.pid for p in psutil.Process(proc.pid).children()]
+            assert _lines(run / "metrics.jsonl") < iterations
+            os.kill(pid, signal.SIGKILL)
+            code = proc.wait(timeout=RUN_LIMIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert code == 0, out.read_text()
+    assert "Traceback" not in out.read_text()
+    replaced = _events(run / "log.jsonl", "writer_replaced")
+    assert [(e["pid"], e["reason"]) for e in replaced] == [(pid, "killed by SIGKILL")]
+    lines = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [line["iteration"] for line in lines] == list(range(iterations))
+    for iteration in range(iterations):
+        stream = io.StringIO((run / "games" / f"iter-{iteration:04d}.pgn").read_text())
+        games = 0
+        while chess.pgn.read_game(stream) is not None:
+            games += 1
+        assert games == 8, iteration
