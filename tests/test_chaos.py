@@ -1,4 +1,5 @@
-"""Chaos: workers SIGKILLed from outside at random moments and shards that hang, in one SelfPlay.
+"""Chaos: workers SIGKILLed from outside at random moments and shards that hang, in one SelfPlay
+that serves several calls at once.
 
 Every call must still return every game id exactly once, and no worker may outlive the
 SelfPlay. The seed changes with every run (set ``ASP_CHAOS_SEED`` to replay one); the summary
@@ -28,6 +29,7 @@ KILL_CALLS = 32  # a worker SIGKILLed at a random moment
 HANG_CALLS = 12  # one shard's game hangs (no heartbeat) on its first attempt
 BOTH_CALLS = 6  # both
 QUIET_CALLS = 10  # neither
+CONCURRENT = 3  # calls open at once
 
 
 def _ready_pids(selfplay: SelfPlay) -> list[int]:
@@ -67,14 +69,28 @@ async def test_chaos_every_game_once_no_worker_left(
     kills: list[int] = []
     started = time.monotonic()
     selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=2, stall_timeout=1.0, retries=20, cancel_grace=0.5)
-    async with selfplay:
-        first_game = 0
-        respawns = retries = 0
-        for call, what in enumerate(plan):
-            n_games = rng.randint(4, 10)
-            marker_dir = tmp_path / f"call-{call}"
-            marker_dir.mkdir()
-            cfg = FaultConfig(
+    figures = {"respawns": 0, "retries": 0}
+
+    async def one(call: int, what: str, cfg: FaultConfig) -> None:
+        killer = None
+        if what in ("kill", "both"):
+            killer = asyncio.create_task(_kill_one_later(selfplay, rng, kills))
+        records, stats = await selfplay.play(model, None, cfg)
+        if killer is not None:
+            await killer
+        got = [r.game_id for r in records]
+        assert got == list(range(cfg.first_game, cfg.first_game + cfg.n_games)), f"seed {seed}, call {call} ({what})"
+        figures["respawns"] += stats["respawns"]  # a respawn counts in every call open at the time
+        figures["retries"] += stats["retries"]
+
+    cfgs = []
+    first_game = 0
+    for call, what in enumerate(plan):
+        n_games = rng.randint(4, 10)
+        marker_dir = tmp_path / f"call-{call}"
+        marker_dir.mkdir()
+        cfgs.append(
+            FaultConfig(
                 n_games=n_games,
                 first_game=first_game,
                 plies=rng.randint(5, 30),
@@ -84,29 +100,26 @@ async def test_chaos_every_game_once_no_worker_left(
                 once=True,
                 marker_dir=str(marker_dir),
             )
-            killer = None
-            if what in ("kill", "both"):
-                killer = asyncio.create_task(_kill_one_later(selfplay, rng, kills))
-            records, stats = await selfplay.play(model, None, cfg)
-            if killer is not None:
-                await killer
-            got = [r.game_id for r in records]
-            assert got == list(range(first_game, first_game + n_games)), f"seed {seed}, call {call} ({what})"
-            respawns += stats["respawns"]
-            retries += stats["retries"]
-            first_game += n_games
+        )
+        first_game += n_games
+    async with selfplay:
+        for call in range(0, len(plan), CONCURRENT):  # calls in groups, open at once on the same workers
+            await asyncio.gather(*(one(c, plan[c], cfgs[c]) for c in range(call, min(call + CONCURRENT, len(plan)))))
         assert children(), "the SelfPlay still has its workers"
     seconds = time.monotonic() - started
     assert children() == [], f"seed {seed}: workers outlived the SelfPlay"
     stalls = [e for e in logs if e["event"] == "worker_stalled"]
     summary = (
         f"chaos_summary seed={seed} calls={len(plan)} kills={len(kills)} stalls={len(stalls)} "
-        f"respawns={respawns} retries={retries} seconds={seconds:.1f}"
+        f"respawns={figures['respawns']} retries={figures['retries']} seconds={seconds:.1f}"
     )
     print(summary)  # noqa: T201 (shown with -s or -rP; the figures of a run)
     # every hang was met by the stall clock (or its worker was SIGKILLed first, in a "both" call)
     assert len(stalls) >= HANG_CALLS, f"seed {seed}"
     assert len(kills) >= KILL_CALLS, f"seed {seed}: only {len(kills)} kills were delivered"
-    # every kill was noticed, but for one after the last call and one that can land on a worker
-    # the coordinator was killing at that moment (a stalled one)
-    assert len([e for e in logs if e["event"] == "worker_died"]) >= len(kills) - 2, f"seed {seed}"
+    # every kill was noticed, but for one after the last call and those that landed on a worker
+    # the coordinator was killing at that moment (a stalled one, or one killed twice by two calls)
+    died = {e["pid"] for e in logs if e["event"] == "worker_died"}
+    killed_by_us = {e["pid"] for e in logs if e["event"] == "worker_killed" and e.get("reason") != "worker died"}
+    unnoticed = set(kills) - died - killed_by_us
+    assert len(unnoticed) <= 1, f"seed {seed}: kills never noticed: {sorted(unnoticed)}"
