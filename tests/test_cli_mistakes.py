@@ -78,6 +78,10 @@ def games_a_directory(run: Path) -> None:
     (run / "games" / "iter-0002.pgn").mkdir()
 
 
+def lock_a_directory(run: Path) -> None:
+    (run / ".lock").mkdir()
+
+
 def games_a_file(run: Path) -> None:
     (run / "games").rmdir()
     (run / "games").write_text("")
@@ -128,7 +132,7 @@ CASES = {
         ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("no model",), spoiled(no_model)
     ),
     "play a checkpoint whose version is text": Case(
-        ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("version", "'two'"), spoiled(version_text)
+        ("play", *GAMES, "--checkpoint", "{tmp}/run"), ("checkpoint field version", "'two'"), spoiled(version_text)
     ),
     # asp eval
     "eval --games 0": Case(("eval", "{tmp}/run", "--games", "0"), ("--games must be in 1..",), spoiled_run(str)),
@@ -137,7 +141,9 @@ CASES = {
     "eval --vs a checkpoint without its model": Case(
         ("eval", "{tmp}/good", *GAMES, "--vs", "{tmp}/run"), ("no model",), spoiled(no_model)
     ),
-    "eval a checkpoint whose version is text": Case(("eval", "{tmp}/run", *GAMES), ("version",), spoiled(version_text)),
+    "eval a checkpoint whose version is text": Case(
+        ("eval", "{tmp}/run", *GAMES), ("checkpoint field version",), spoiled(version_text)
+    ),
     # asp show
     "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
     "show --out under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/b.svg"), ("--out", "cannot write")),
@@ -146,6 +152,9 @@ CASES = {
     "train --run-dir FILE": Case(("train", "--run-dir", "{tmp}/mate.pgn", "--no-progress"), ("not a directory",)),
     "train --run-dir under /proc": Case(("train", "--run-dir", "/proc/asp-run", "--no-progress"), ("cannot be",)),
     "train --resume a directory it cannot write": Case(("train", "--resume", "/proc", "--no-progress"), ("/proc",)),
+    "train --resume a run whose lock file is a directory": Case(
+        RESUME, ("run directory", "cannot be written"), spoiled_run(lock_a_directory)
+    ),
     "train --device cuda without CUDA": Case(
         ("train", "--device", "cuda", "--run-dir", "{tmp}/new", "--no-progress"), ("--device cuda", "CUDA")
     ),
