@@ -213,3 +213,33 @@ async def test_a_worker_killed_after_taking_offers_loses_no_game_and_plays_none_
     if backend == "local":  # the offers it took are known exactly (Ray: as of its last progress report)
         assert died["started_shard"] and 30 in retried["shards"] and len(retried["shards"]) > 4
     assert all(records[i].pid != died["pid"] for i in retried["shards"])  # its flight's games: played again
+
+
+@pytest.mark.asyncio
+async def test_a_worker_killed_between_calls_is_replaced_without_charging_a_shard(backend: str, logs: Logs) -> None:
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, retries=0, backend=backend) as selfplay:
+        await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=2))
+        victim = selfplay.pids[0]
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while pid_alive(victim):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+        records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
+        assert ids(records) == [0, 1, 2, 3]
+        assert stats["retries"] == 0  # retries=0: a charge would have failed the call
+        assert victim not in selfplay.pids
+
+
+@pytest.mark.asyncio
+async def test_concurrent_calls_keep_every_game_once_while_workers_are_killed(backend: str, logs: Logs) -> None:
+    """A small chaos run on each backend: three calls at once, two workers SIGKILLed mid-shard."""
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, retries=5, backend=backend) as selfplay:
+        cfgs = [FaultConfig(n_games=4, first_game=100 * i, plies=40, delay=0.01) for i in range(3)]
+        calls = [asyncio.create_task(selfplay.play(tiny(), None, cfg, priority=i % 2)) for i, cfg in enumerate(cfgs)]
+        for slot in (0, 1):
+            os.kill(await running(selfplay, slot, plies=5), signal.SIGKILL)
+        for cfg, (records, _) in zip(cfgs, await asyncio.gather(*calls), strict=True):
+            assert ids(records) == list(range(cfg.first_game, cfg.first_game + 4))
+        assert len(events(logs, "worker_died")) == 2
