@@ -155,6 +155,8 @@ CASES = {
     "train --resume a run whose lock file is a directory": Case(
         RESUME, ("run directory", "cannot be written"), spoiled_run(lock_a_directory)
     ),
+    "train --iterations 0": Case(("train", "--iterations", "0", "--run-dir", "{tmp}/new"), ("--iterations", "100000")),
+    "train --hidden 0": Case(("train", "--hidden", "0", "--run-dir", "{tmp}/new"), ("--hidden", "8..4096")),
     "train --device cuda without CUDA": Case(
         ("train", "--device", "cuda", "--run-dir", "{tmp}/new", "--no-progress"), ("--device cuda", "CUDA")
     ),

@@ -19,13 +19,14 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import re
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
+T = TypeVar("T")
 EXIT_USAGE = 2
 POLICY_ONLY_HELP = (
     "the model plays its policy alone, and does not take a mate in one when it has one (default: it takes it)"
@@ -347,6 +349,7 @@ def _train_config(args: argparse.Namespace) -> Any:
     ):
         if getattr(args, option) is not None:
             changes[name] = getattr(args, option)
+            _named_option(option, functools.partial(dataclasses.replace, base, **{name: changes[name]}))
     if args.sequential:
         changes["overlap"] = False
     if args.policy_only:
@@ -355,10 +358,19 @@ def _train_config(args: argparse.Namespace) -> Any:
     if engine is not None:
         changes["eval_engine"] = engine
     if args.hidden is not None:
-        changes["model"] = ModelConfig(hidden=args.hidden)
+        changes["model"] = _named_option("hidden", lambda: ModelConfig(hidden=args.hidden))
     if args.device is not None:
-        changes["train"] = TrainConfig(device=args.device)
+        changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
     return dataclasses.replace(base, **changes), changes
+
+
+def _named_option(option: str, make: Callable[[], T]) -> T:
+    """``make()``; its ConfigError (which names a config field) is prefixed with the option
+    that set the field, so that the user sees what to change on the command line."""
+    try:
+        return make()
+    except ConfigError as e:
+        raise ConfigError(f"--{option.replace('_', '-')}: {e}") from None
 
 
 def _train(args: argparse.Namespace) -> int:
