@@ -134,18 +134,26 @@ class Dispatcher:
 
     async def _run(self) -> None:
         looked = 0.0
-        while True:
-            self._poke = asyncio.get_running_loop().create_future()
-            if not self._calls and not self._flights:
-                await self._poke
-                continue
-            try:
-                looked = await self._turn(looked)
-            except Exception as exc:  # the workers' failure, not one call's: every open call ends with it
-                log.error("dispatch_failed", error=repr(exc), calls=len(self._calls))
-                for call in self._calls:
-                    call.fail(exc)
-            self._end_calls()
+        try:
+            while True:
+                self._poke = asyncio.get_running_loop().create_future()
+                if not self._calls and not self._flights:
+                    await self._poke
+                    continue
+                try:
+                    looked = await self._turn(looked)
+                except Exception as exc:
+                    self._fail_all(exc)
+                self._end_calls()
+        finally:  # no call may wait for a loop that has stopped (close() ended them already)
+            for call in self._calls:
+                call.fail(AspError("the dispatcher stopped"))
+
+    def _fail_all(self, error: Exception) -> None:
+        """The workers' failure, not one call's (a slot that cannot start): every open call ends with it."""
+        log.error("dispatch_failed", error=repr(error), calls=len(self._calls))
+        for call in self._calls:
+            call.fail(error)
 
     async def _turn(self, looked: float) -> float:
         self._replace_lost()
@@ -155,7 +163,10 @@ class Dispatcher:
         assert self._poke is not None
         waits.append(self._poke)
         await asyncio.wait(waits, timeout=_TICK, return_when=asyncio.FIRST_COMPLETED)
-        await self.backend.check_starts()
+        try:
+            await self.backend.check_starts()
+        except Exception as exc:  # the running shards are still settled, and cancelled ones killed
+            self._fail_all(exc)
         for flight in [f for f in self._flights.values() if f.future.done()]:
             del self._flights[flight.slot]
             flight.call.flights -= 1
