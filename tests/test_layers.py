@@ -1,8 +1,10 @@
 """The layers, checked on the source: no module imports a layer above its own.
 
+* the search, ``asp.search`` (batched tree search over a small game protocol): of asp it may
+  import only itself, ``asp.progress`` and ``asp.errors``; it knows no game;
 * the game, ``asp.tinychess`` (rules, encoding, model, play, records, trainer, opponents):
-  of asp it may import only itself, ``asp.progress`` (the heartbeat and ``more_games``) and
-  ``asp.errors``;
+  of asp it may import only itself, the search, ``asp.progress`` (the heartbeat and
+  ``more_games``) and ``asp.errors``;
 * the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
   command line, so it imports neither ``asp.tinychess`` nor ``asp.app``;
 * the application, ``asp.app`` (the ``asp`` command, run directory, session, evaluation
@@ -22,7 +24,8 @@ import pytest
 import asp
 
 ROOT = Path(asp.__file__).parent
-GAME_MAY_IMPORT = ("asp.tinychess", "asp.progress", "asp.errors")
+SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors")
+GAME_MAY_IMPORT = ("asp.tinychess", *SEARCH_MAY_IMPORT)
 
 
 def module_name(path: Path) -> str:
@@ -52,6 +55,8 @@ def layer(module: str) -> str:
         return "game"
     if module == "asp.app" or module.startswith("asp.app."):
         return "application"
+    if module == "asp.search" or module.startswith("asp.search."):
+        return "search"
     return "orchestrator"
 
 
@@ -62,7 +67,8 @@ def violations(module: str, imports: list[str]) -> list[str]:
     for name in imports:
         if name != "asp" and not name.startswith("asp."):
             continue
-        if own == "game" and not any(name == ok or name.startswith(ok + ".") for ok in GAME_MAY_IMPORT):
+        allowed = {"game": GAME_MAY_IMPORT, "search": SEARCH_MAY_IMPORT}.get(own)
+        if allowed is not None and not any(name == ok or name.startswith(ok + ".") for ok in allowed):
             if name != "asp":  # ``from asp import x`` is judged by its full name, asp.x
                 bad.append(name)
         elif own == "orchestrator" and layer(name) != "orchestrator":
@@ -82,7 +88,7 @@ def test_no_module_imports_a_layer_above_its_own(module: str, path: Path) -> Non
 
 def test_every_layer_has_modules() -> None:
     layers = {layer(m) for m, _ in all_modules()}
-    assert layers == {"game", "orchestrator", "application"}
+    assert layers == {"search", "game", "orchestrator", "application"}
 
 
 @pytest.mark.parametrize(
@@ -104,6 +110,10 @@ def test_every_layer_has_modules() -> None:
         ("asp.worker", "import asp.app.cli", ["asp.app.cli"]),
         ("asp.tinychess.play", "from asp.progress import heartbeat\nfrom asp.errors import ConfigError", []),
         ("asp.app.session", "from asp.selfplay import SelfPlay\nfrom asp.tinychess import TinyChess", []),
+        ("asp.search.gumbel", "from asp.tinychess import moves", ["asp.tinychess", "asp.tinychess.moves"]),
+        ("asp.search.gumbel", "from asp.dispatch import Dispatcher", ["asp.dispatch", "asp.dispatch.Dispatcher"]),
+        ("asp.tinychess.play", "from asp.search import search", []),
+        ("asp.selfplay", "from asp.search import search", ["asp.search", "asp.search.search"]),
     ],
 )
 def test_the_check_catches_an_import_across_the_layers(module: str, source: str, bad: list[str]) -> None:

@@ -1,0 +1,144 @@
+"""The batched Gumbel search's contract, on tic-tac-toe with a network that knows nothing.
+
+The game lives here: the search knows no game, so any game that implements the protocol is
+enough to hold it to its promises (a winning move always played, exact terminal values,
+improved-policy targets that sum to one over the legal moves, one network call per
+simulation step for the whole batch, determinism per random stream).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from asp.errors import ConfigError
+from asp.search import Expansion, SearchConfig, SearchResult, search
+from asp.search.seq_halving import considered_visits
+
+LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
+
+
+@dataclass(frozen=True)
+class Board:
+    cells: tuple[int, ...]  # 0 empty, 1 X, 2 O
+    mover: int = 1
+
+    @staticmethod
+    def parse(text: str, mover: int) -> Board:
+        return Board(tuple(" XO".index(c) for c in text.replace("|", "")), mover)
+
+
+def won(cells: Sequence[int], player: int) -> bool:
+    return any(all(cells[i] == player for i in line) for line in LINES)
+
+
+class TicTacToe:
+    """The search protocol for tic-tac-toe, with a flat prior and a value of 0 everywhere."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def expand(self, state: Board) -> Expansion:
+        if won(state.cells, 3 - state.mover):
+            return Expansion((), value=-1.0)
+        actions = tuple(i for i, c in enumerate(state.cells) if c == 0)
+        if not actions:
+            return Expansion((), value=0.0)
+        winning = tuple(a for a in actions if won(self.apply(state, a).cells, state.mover))
+        return Expansion(actions, winning=winning)
+
+    def apply(self, state: Board, action: int) -> Board:
+        cells = list(state.cells)
+        cells[action] = state.mover
+        return Board(tuple(cells), 3 - state.mover)
+
+    def evaluate(
+        self, states: Sequence[Board], actions: Sequence[Sequence[int]]
+    ) -> tuple[list[list[float]], list[float]]:
+        self.calls.append(len(states))
+        return [[0.0] * len(a) for a in actions], [0.0] * len(states)
+
+
+def run(states: list[Board], cfg: SearchConfig, seed: int = 0, game: TicTacToe | None = None) -> list[SearchResult]:
+    return search(game or TicTacToe(), states, cfg, [random.Random(f"{seed}:{i}") for i in range(len(states))])
+
+
+THREAT = Board.parse("OO |X  |X  ", mover=1)  # X to move must block at 2 (O threatens 0-1-2)
+WIN = Board.parse("XX |OO |   ", mover=1)  # X wins at 2
+
+
+def test_a_winning_move_is_played_at_once_with_a_one_hot_target() -> None:
+    game = TicTacToe()
+    (result,) = run([WIN], SearchConfig(simulations=8), game=game)
+    assert result.action == 2 and result.simulations == 0 and result.value == 1.0
+    assert result.policy == tuple(1.0 if a == 2 else 0.0 for a in result.actions)
+    assert game.calls == []  # a proven win needs no network
+
+
+@pytest.mark.parametrize("simulations", [6, 8, 32])
+def test_a_threat_two_plies_deep_is_seen_through_exact_values(simulations: int) -> None:
+    """Every reply but the block lets the opponent win at once: seen as lost (-1) on one visit."""
+    (result,) = run([THREAT], SearchConfig(simulations=simulations, gumbel_scale=0.0))
+    assert result.action == 2
+    block = result.actions.index(2)
+    assert result.policy[block] == max(result.policy)
+
+
+@pytest.mark.parametrize("simulations", [1, 2, 5, 16, 40])
+def test_improved_policy_is_a_distribution_over_the_legal_actions(simulations: int) -> None:
+    states = [Board((0,) * 9), THREAT, Board.parse("X O| X |  O", mover=1)]
+    for result in run(states, SearchConfig(simulations=simulations, considered=4)):
+        assert len(result.policy) == len(result.actions)
+        assert all(p >= 0 for p in result.policy)
+        assert sum(result.policy) == pytest.approx(1.0)
+        assert result.action in result.actions
+        assert -1.0 <= result.value <= 1.0
+
+
+def test_one_network_call_per_simulation_step_for_the_whole_batch() -> None:
+    game = TicTacToe()
+    states = [Board((0,) * 9)] * 5
+    steps: list[None] = []
+    search(
+        game,
+        states,
+        SearchConfig(simulations=7),
+        [random.Random(i) for i in range(5)],
+        on_step=lambda: steps.append(None),
+    )
+    assert len(game.calls) == 1 + 7 and game.calls[0] == 5  # the roots, then one call per step
+    assert all(1 <= n <= 5 for n in game.calls[1:])
+    assert len(steps) == 7  # a heartbeat per simulation step
+
+
+def test_the_same_random_stream_gives_the_same_search_in_any_batch() -> None:
+    cfg = SearchConfig(simulations=12, considered=4)
+    alone = search(TicTacToe(), [Board((0,) * 9)], cfg, [random.Random("game-7")])
+    batched = search(TicTacToe(), [THREAT, Board((0,) * 9)], cfg, [random.Random("x"), random.Random("game-7")])
+    assert alone[0] == batched[1]
+    other = search(TicTacToe(), [Board((0,) * 9)], cfg, [random.Random("game-8")])
+    assert other[0].actions == alone[0].actions
+
+
+def test_a_finished_position_cannot_be_searched() -> None:
+    with pytest.raises(ValueError, match="finished"):
+        run([Board.parse("XXX|OO |   ", mover=2)], SearchConfig())
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("simulations", 0), ("simulations", 1.5), ("considered", 0), ("gumbel_scale", -1.0), ("c_scale", "x")],
+)
+def test_bad_settings_are_config_errors_naming_the_field(field: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=f"SearchConfig.{field}"):
+        SearchConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_sequential_halving_gives_each_phase_its_share() -> None:
+    assert considered_visits(16, 16) == (0,) * 16  # as many simulations as actions: one each
+    schedule = considered_visits(16, 64)
+    assert schedule[:16] == (0,) * 16 and len(schedule) == 64
+    assert considered_visits(2, 4) == (0, 0, 1, 1)
