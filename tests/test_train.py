@@ -43,6 +43,8 @@ METRIC_KEYS = {
     "train/clip_fraction",
     "train/grad_norm",
     "train/samples",
+    "train/replay_samples",
+    "train/staleness_mean",
     "train/steps",
     "train/seconds",
 }

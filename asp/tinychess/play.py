@@ -37,6 +37,8 @@ from torch import nn
 
 from asp.errors import ConfigError, check_ints
 from asp.progress import heartbeat, more_games
+from asp.search import SearchConfig, search
+from asp.tinychess.chess_search import ChessSearch, Position
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mating_moves
 from asp.tinychess.moves import legal_move_indices
@@ -103,6 +105,17 @@ class PlayConfig:
     """The opponent network's ``mate_in_one``, if not the model's. False for a uniformly
     random opponent that is to stay uniform."""
 
+    search: SearchConfig | None = None
+    """Search before every move of the model (:mod:`asp.search`, Gumbel search batched over
+    the games in flight: one network call per simulation step), or None to play the policy
+    alone. A searching model plays the search's action (with ``gumbel_scale`` 1, a sample of
+    its improved policy) and logs the improved policy in its PlyData as the policy's target.
+    ``temperature`` and ``mate_in_one`` apply to moves played without search only: the search
+    never misses a mate in one."""
+
+    opponent_search: SearchConfig | None = None
+    """The same for a network opponent (None: it plays its policy)."""
+
     samples: bool = True
     """Send back, with each record, what the model saw and chose at each of its plies
     (:class:`~asp.tinychess.records.PlyData`, about 190 bytes a ply), so that training needs
@@ -144,6 +157,9 @@ class PlayConfig:
             if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
                 # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
                 raise ConfigError(f"PlayConfig.{name} must be 0 (greedy) or a number in 0.01..100, got {t!r}")
+        for name in ("search", "opponent_search"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
+                raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
         for flag in ("mask_illegal", "samples", "mate_in_one", "opponent_mate_in_one"):
             if flag == "opponent_mate_in_one" and self.opponent_mate_in_one is None:
                 continue
@@ -212,8 +228,8 @@ class _Game:
     """A game in flight, with its own random stream."""
 
     __slots__ = ("actions", "bitboards", "board", "counts", "failed", "game_id", "illegal", "keeping", "leads",
-                 "legal", "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies", "rng",
-                 "seen", "scalars", "self_play", "start_fen")  # fmt: skip
+                 "legal", "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies",
+                 "policy", "rng", "seen", "scalars", "self_play", "start_fen")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         self.game_id = game_id
@@ -238,6 +254,7 @@ class _Game:
         self.actions: list[int] = []
         self.legal_kept: list[int] = []
         self.counts: list[int] = []
+        self.policy: list[float] = []  # the search's improved policy over legal_kept, when it searched
         self.leads: list[int] = [material_lead(self.board)] if cfg.samples else []
 
     def model_to_move(self) -> bool:
@@ -317,6 +334,7 @@ class _Game:
             legal=np.array(self.legal_kept, dtype=np.int16),
             legal_counts=np.array(self.counts, dtype=np.uint8),
             leads=np.array(self.leads, dtype=np.int8),
+            policy=np.array(self.policy, dtype=np.float16) if self.policy else None,
         )
 
 
@@ -385,6 +403,19 @@ def _choose_moves(
         start = end
 
 
+def _search_moves(searcher: ChessSearch, games: Sequence[_Game], cfg: SearchConfig, model: bool) -> None:
+    """Search every game of ``games`` at once and push the moves found; for the model, note
+    the improved policy (the training target) beside the legal moves it kept."""
+    positions = [Position(g.board, g.repetitions()) for g in games]
+    results = search(searcher, positions, cfg, [g.rng for g in games], on_step=heartbeat)
+    for game, position, result in zip(games, positions, results, strict=True):
+        k = result.actions.index(result.action)
+        if model and game.keeping:
+            game.policy.extend(result.policy)
+        logp = math.log(result.policy[k]) if result.policy[k] > 0 else -math.inf
+        game.push(position.legal[k], logp, result.action if model else None)
+
+
 def _board_player_moves(player: BoardPlayer, games: Sequence[_Game]) -> None:
     """Ask ``player`` for its move in each of ``games`` and push it, or mark the game failed."""
     for game in games:
@@ -432,6 +463,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
 
     slots: list[_Game] = []
     records: list[GameRecord] = []
+    searchers: dict[bool, ChessSearch] = {}  # the model's and the opponent's, when they search
     nets = [model] if opp is None else [model, opp]
     # Every sub-module's own flag: net.train(True) afterwards would also flip frozen parts.
     was_training = {m: m.training for net in nets for m in net.modules()}
@@ -463,15 +495,18 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 if cfg.samples:
                     for i in model_rows:
                         slots[i].keep(bitboards[i], scalars[i])
-                groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one)]
+                groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one, cfg.search)]
                 if opp is not None:
                     opp_rows = [i for i, g in enumerate(slots) if not g.model_to_move()]
                     opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
                     opp_mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
-                    groups.append((opp, opp_rows, opp_temperature, False, opp_mates))
-                for net, rows, temperature, is_model, mates in groups:
+                    groups.append((opp, opp_rows, opp_temperature, False, opp_mates, cfg.opponent_search))
+                for net, rows, temperature, is_model, mates, searching in groups:
                     if rows and board_player is not None and not is_model:
                         _board_player_moves(board_player, [slots[i] for i in rows])
+                    elif rows and searching is not None:
+                        searcher = searchers.setdefault(is_model, ChessSearch(net))
+                        _search_moves(searcher, [slots[i] for i in rows], searching, is_model)
                     elif rows:
                         logits, _ = net(features[rows])
                         _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model, mates)
@@ -486,4 +521,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     stats = summarise(records)
     stats["seconds"] = seconds
     stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
+    if True in searchers and searchers[True].evaluations:
+        stats["search/evaluations"] = searchers[True].evaluations
+        stats["search/boards"] = searchers[True].boards
     return records, stats

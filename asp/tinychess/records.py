@@ -51,18 +51,24 @@ class PlyData:
     """(k,) uint8: legal moves at each ply."""
     leads: np.ndarray
     """(n + 1,) int8: White's material lead before each ply of the game and after the last."""
+    policy: np.ndarray | None = None
+    """(sum of legal_counts,) float16, beside ``legal``: the search's improved policy at each
+    ply (the policy's training target), or None when the model played without search."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PlyData):
             return NotImplemented
         names = ("plies", "bitboards", "scalars", "actions", "legal", "legal_counts", "leads")
-        return all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
+        if (self.policy is None) != (other.policy is None):
+            return False
+        same_policy = self.policy is None or other.policy is None or np.array_equal(self.policy, other.policy)
+        return same_policy and all(np.array_equal(getattr(self, n), getattr(other, n)) for n in names)
 
     @property
     def nbytes(self) -> int:
         """Bytes of array data."""
-        return sum(a.nbytes for a in (self.plies, self.bitboards, self.scalars, self.actions, self.legal,
-                                      self.legal_counts, self.leads))  # fmt: skip
+        arrays = (self.plies, self.bitboards, self.scalars, self.actions, self.legal, self.legal_counts, self.leads)
+        return sum(a.nbytes for a in arrays) + (self.policy.nbytes if self.policy is not None else 0)
 
 
 @dataclass

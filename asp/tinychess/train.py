@@ -1,6 +1,14 @@
-"""The TinyChess trainer: clipped policy gradient with a value baseline, from GameRecords.
+"""The TinyChess trainer, from GameRecords: search targets, or clipped policy gradient.
 
-The algorithm, read top to bottom in :meth:`Trainer.train`:
+Games played with search (``PlayConfig.search``) carry the search's improved policy at every
+ply the model played; the trainer then learns as AlphaZero-style systems do:
+
+* the policy by cross-entropy to the improved policy over the legal moves;
+* the value by mean squared error to the return G below;
+* over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
+  (iterations), each sample keeping the model version that played it.
+
+Games played without search train by policy gradient, read top to bottom in :meth:`Trainer._step`:
 
 1. Every ply a model played becomes a sample: the board (encoded as in play), the move's
    policy index, the legal moves, the log-probability the move had when it was played
@@ -31,7 +39,7 @@ import math
 import random
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +55,7 @@ from asp.tinychess.moves import legal_move_indices, move_index
 from asp.tinychess.play import material_lead, placement_key
 from asp.tinychess.records import MODEL, GameRecord
 
-__all__ = ["Samples", "TrainConfig", "Trainer", "make_samples", "pick_device"]
+__all__ = ["Samples", "TrainConfig", "Trainer", "concat_samples", "make_samples", "pick_device"]
 
 _Z = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}
 
@@ -86,6 +94,9 @@ class TrainConfig:
     moves that win or lose material, on top of the game's outcome (see :func:`make_samples`)."""
     gamma: float = 0.95
     """Per-ply discount of the material reward (0 to 1): how far ahead a move gets credit."""
+    replay: int = 1
+    """Iterations of samples trained on at each :meth:`Trainer.train` call: this call's and
+    those of the ``replay - 1`` calls before (1 to 64)."""
     outcome_gamma: float = 0.95
     """Per-ply discount of the game's outcome (0 to 1): a move d plies before the game's end
     gets z * outcome_gamma**d, so a quicker win is worth more and a quicker loss costs more,
@@ -111,7 +122,11 @@ class TrainConfig:
             if not ok or (open_low and value == low):
                 bound = "(" if open_low else "["
                 raise ConfigError(f"TrainConfig.{name} must be a number in {bound}{low}, {high}], got {value!r}")
-        check_ints("TrainConfig", self, (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1)))
+        check_ints(
+            "TrainConfig",
+            self,
+            (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1), ("replay", 1, 64)),
+        )
         if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
@@ -141,6 +156,11 @@ class Samples:
     """(sum of legal moves,) int64: the policy indices of every sample's legal moves, in order."""
     legal_start: torch.Tensor
     """(N + 1,) int64: sample i's legal moves are ``legal_flat[legal_start[i]:legal_start[i + 1]]``."""
+    versions: torch.Tensor
+    """(N,) int64: the model version that played each sample."""
+    targets: torch.Tensor | None = None
+    """(sum of legal moves,) float32 beside ``legal_flat``: the search's improved policy, the
+    policy's target; None for games played without search."""
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -175,10 +195,43 @@ def _samples(
     gains: list[float],
     legal_flat: torch.Tensor,
     counts: torch.Tensor,
+    versions: list[int],
+    targets: torch.Tensor | None = None,
 ) -> Samples:
     start = torch.zeros(len(counts) + 1, dtype=torch.int64)
     torch.cumsum(counts, 0, out=start[1:])
-    return Samples(features, actions, torch.tensor(old_logp), torch.tensor(z), torch.tensor(gains), legal_flat, start)
+    return Samples(
+        features,
+        actions,
+        torch.tensor(old_logp),
+        torch.tensor(z),
+        torch.tensor(gains),
+        legal_flat,
+        start,
+        torch.tensor(versions, dtype=torch.int64),
+        targets,
+    )
+
+
+def concat_samples(parts: Sequence[Samples]) -> Samples:
+    """One Samples of all ``parts``, in order (targets kept only where every part has them)."""
+    if len(parts) == 1:
+        return parts[0]
+    counts = torch.cat([p.legal_start[1:] - p.legal_start[:-1] for p in parts])
+    start = torch.zeros(len(counts) + 1, dtype=torch.int64)
+    torch.cumsum(counts, 0, out=start[1:])
+    with_targets = all(p.targets is not None for p in parts)
+    return Samples(
+        torch.cat([p.features for p in parts]),
+        torch.cat([p.actions for p in parts]),
+        torch.cat([p.old_logp for p in parts]),
+        torch.cat([p.z for p in parts]),
+        torch.cat([p.material for p in parts]),
+        torch.cat([p.legal_flat for p in parts]),
+        start,
+        torch.cat([p.versions for p in parts]),
+        torch.cat([p.targets for p in parts if p.targets is not None]) if with_targets else None,
+    )
 
 
 def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_gamma: float = 0.95) -> Samples:
@@ -205,6 +258,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
     z: list[float] = []
     legal: list[list[int]] = []
     gains: list[float] = []
+    versions: list[int] = []
     for record in records:
         board = chess.Board(record.start_fen)
         seen = Counter([placement_key(board)])
@@ -222,6 +276,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
                 z.append(_outcome(white_z if board.turn == chess.WHITE else -white_z, ply, record, outcome_gamma))
                 legal.append(legal_move_indices(board)[1])
                 model_plies.append((ply, board.turn == chess.WHITE))
+                versions.append(record.model_version)
             board.push(move)
             seen[placement_key(board)] += 1
             balance.append(material_lead(board))
@@ -236,6 +291,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
         gains,
         torch.tensor([i for moves in legal for i in moves], dtype=torch.int64),
         torch.tensor([len(moves) for moves in legal], dtype=torch.int64),
+        versions,
     )
 
 
@@ -245,7 +301,9 @@ def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: fl
     old_logp: list[float] = []
     z: list[float] = []
     gains: list[float] = []
+    versions: list[int] = []
     for record, ply_data in zip(records, data, strict=True):
+        versions += [record.model_version] * len(ply_data.plies)
         white_first = record.start_fen.split()[1] == "w"
         white_z = _Z[record.result]
         gain = _discounted_gains(ply_data.leads.tolist(), gamma)
@@ -255,6 +313,10 @@ def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: fl
             z.append(_outcome(white_z if white else -white_z, ply, record, outcome_gamma))
             gains.append(gain[ply] if white else -gain[ply])
     features = unpack_boards(np.concatenate([d.bitboards for d in data]), np.concatenate([d.scalars for d in data]))
+    policies = [d.policy for d in data]
+    targets = None
+    if all(p is not None for p in policies):
+        targets = torch.from_numpy(np.concatenate([p for p in policies if p is not None]).astype(np.float32))
     return _samples(
         features,
         torch.from_numpy(np.concatenate([d.actions for d in data]).astype(np.int64)),
@@ -263,6 +325,8 @@ def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: fl
         gains,
         torch.from_numpy(np.concatenate([d.legal for d in data]).astype(np.int64)),
         torch.from_numpy(np.concatenate([d.legal_counts for d in data]).astype(np.int64)),
+        versions,
+        targets,
     )
 
 
@@ -290,11 +354,18 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         self.rng = random.Random(self.cfg.seed)
         self.steps = 0
+        self.window: deque[Samples] = deque(maxlen=self.cfg.replay)
+        """The samples of the last ``replay`` calls of :meth:`train`."""
 
     def train(self, records: Sequence[GameRecord]) -> dict[str, Any]:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
-        samples = make_samples(records, gamma=self.cfg.gamma, outcome_gamma=self.cfg.outcome_gamma)
+        fresh = make_samples(records, gamma=self.cfg.gamma, outcome_gamma=self.cfg.outcome_gamma)
+        if self.window and (self.window[-1].targets is None) != (fresh.targets is None):
+            self.window.clear()  # searched and unsearched games train differently: no mixing
+        self.window.append(fresh)
+        samples = concat_samples(list(self.window))
+        step = self._step if samples.targets is None else self._search_step
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
@@ -303,18 +374,57 @@ class Trainer:
             for _ in range(self.cfg.epochs):
                 self.rng.shuffle(order)
                 for start in range(0, len(order), self.cfg.batch_size):
-                    for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
+                    for key, value in step(samples, order[start : start + self.cfg.batch_size]).items():
                         totals[key] = totals.get(key, 0.0) + value
                     steps += 1
             self.model.eval()
         self.steps += steps
         metrics: dict[str, Any] = {key: value / steps for key, value in totals.items()}
+        newest = int(samples.versions.max()) if len(samples) else 0
         metrics.update({
-            "train/samples": len(samples),
+            "train/samples": len(fresh),
+            "train/replay_samples": len(samples),
+            "train/staleness_mean": float((newest - samples.versions).float().mean()) if len(samples) else 0.0,
             "train/steps": steps,
             "train/seconds": time.perf_counter() - started,
         })  # fmt: skip
         return metrics
+
+    def _search_step(self, samples: Samples, rows: list[int]) -> dict[str, float]:
+        """One step toward the search's improved policy (cross-entropy) and the return (MSE)."""
+        assert samples.targets is not None
+        device = self.device
+        index = torch.tensor(rows)
+        features = samples.features[index].to(device)
+        ret = (samples.z[index] + self.cfg.material_weight * samples.material[index]).to(device)
+        moves, valid = (t.to(device) for t in samples.legal_moves(index))
+        first = samples.legal_start[index]
+        position = torch.where(valid.cpu(), first.unsqueeze(1) + torch.arange(valid.shape[1]), 0)
+        target = torch.where(valid.cpu(), samples.targets[position], 0.0).to(device)
+        target = target / target.sum(dim=1, keepdim=True).clamp(min=1e-8)  # float16 storage: renormalised
+
+        logits, value = self.model(features)
+        legal_logits = logits.float().gather(1, moves).masked_fill(~valid, -math.inf)
+        logp_legal = torch.log_softmax(legal_logits, dim=1).masked_fill(~valid, 0.0)
+        policy_loss = -(target * logp_legal).sum(dim=1).mean()
+        value_loss = torch.mean((value.float() - ret.clamp(-1.0, 1.0)) ** 2)
+        entropy = -(logp_legal.exp() * logp_legal).sum(dim=1).mean()
+        loss = policy_loss + self.cfg.value_coef * value_loss
+
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.optimizer.step()
+        target_entropy = -(target * target.clamp(min=1e-12).log()).sum(dim=1).mean()
+        figures = {
+            "loss/total": loss,
+            "loss/policy": policy_loss,
+            "loss/value": value_loss,
+            "loss/entropy": entropy,
+            "train/target_entropy": target_entropy,
+            "train/grad_norm": grad_norm,
+        }
+        return {key: float(value.detach()) for key, value in figures.items()}
 
     def _step(self, samples: Samples, rows: list[int]) -> dict[str, float]:
         device = self.device

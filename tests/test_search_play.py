@@ -1,0 +1,102 @@
+"""TinyChess with search: the search's contract in real games, its training targets, and the
+orchestrator under its load (a long search is never a stall)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import chess
+import numpy as np
+import pytest
+import torch
+from selfplay_helpers import ids
+from test_play import BACK_RANK_FEN, PriorityModel, _mirrored
+
+from asp import SelfPlay
+from asp.search import SearchConfig
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess.train import TrainConfig, Trainer, make_samples
+
+SMALL = ModelConfig(hidden=16, blocks=0)
+SEARCH = SearchConfig(simulations=4, considered=4)
+
+
+def searched(n_games: int = 4, **fields: object) -> PlayConfig:
+    return PlayConfig(n_games=n_games, max_plies=16, batch_size=4, search=SEARCH, **fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fen", [BACK_RANK_FEN, _mirrored(BACK_RANK_FEN)])
+def test_a_searching_model_always_mates_in_one(fen: str) -> None:
+    model = PriorityModel(["a1a2"])  # a policy that would play anything but the mate
+    cfg = PlayConfig(n_games=4, max_plies=3, openings=(fen,), search=SearchConfig(simulations=2))
+    records, _ = play_games(model, None, cfg)
+    white = fen == BACK_RANK_FEN
+    assert {(r.moves[0], r.termination, r.result) for r in records} == {
+        ("a1a8" if white else "a8a1", "checkmate", "1-0" if white else "0-1")
+    }
+
+
+def test_the_targets_are_the_improved_policy_over_the_legal_moves_summing_to_one() -> None:
+    records, stats = play_games(TinyChess(SMALL), None, searched())
+    for record in records:
+        data = record.samples
+        assert data is not None and data.policy is not None
+        assert data.policy.shape == data.legal.shape
+        start = 0
+        for count in data.legal_counts.tolist():
+            assert float(data.policy[start : start + count].astype(np.float64).sum()) == pytest.approx(1.0, abs=3e-3)
+            start += count
+        # the move played is one the search could play, and its log-probability is the target's
+        for k, (ply, action) in enumerate(zip(data.plies.tolist(), data.actions.tolist(), strict=True)):
+            assert math.isfinite(record.logprobs[ply]), (k, ply, action)
+    # one network call per simulation step for every game in flight, plus the roots
+    assert stats["search/boards"] / stats["search/evaluations"] > 1
+
+
+def test_a_game_searches_the_same_whichever_batch_plays_it() -> None:
+    torch.manual_seed(0)
+    model = TinyChess(SMALL)
+    together, _ = play_games(model, None, searched(n_games=6))
+    alone, _ = play_games(model, None, dataclasses.replace(searched(n_games=1), first_game=3, batch_size=1))
+    assert together[3].moves == alone[0].moves
+
+
+def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
+    torch.manual_seed(0)
+    model = TinyChess(SMALL)
+    records, _ = play_games(model, None, searched(n_games=8))
+    samples = make_samples(records)
+    assert samples.targets is not None and len(samples.targets) == len(samples.legal_flat)
+    trainer = Trainer(model, TrainConfig(device="cpu", replay=2, lr=1e-2))
+    first = trainer.train(records)
+    assert "train/ratio_mean" not in first  # cross-entropy to the targets, not the policy gradient
+    for _ in range(40):
+        last = trainer.train(records)
+    def kl(metrics: dict[str, float]) -> float:  # cross-entropy less the target's own entropy
+        return metrics["loss/policy"] - metrics["train/target_entropy"]
+
+    assert kl(last) < 0.8 * kl(first)
+    assert (first["train/replay_samples"], last["train/replay_samples"]) == (len(samples), 2 * len(samples))
+    unsearched, _ = play_games(model, None, dataclasses.replace(searched(n_games=2), search=None))
+    mixed = trainer.train(unsearched)  # the policy gradient again, on these games alone
+    assert "train/ratio_mean" in mixed and mixed["train/replay_samples"] == mixed["train/samples"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.asyncio
+async def test_a_move_that_searches_longer_than_the_stall_timeout_is_no_stall() -> None:
+    """The search beats per simulation step: a move of many steps keeps its worker alive."""
+    cfg = PlayConfig(
+        n_games=2, max_plies=2, batch_size=2, search=SearchConfig(simulations=400), samples=False
+    )
+    async with SelfPlay(workers=1, stall_timeout=0.3, retries=0) as selfplay:
+        records, stats = await selfplay.play(TinyChess(), None, cfg)
+    assert ids(records) == [0, 1] and stats["retries"] == 0
+    assert stats["seconds"] > 0.3  # each move searched for longer than the stall timeout
+
+
+def test_search_settings_are_checked() -> None:
+    with pytest.raises(Exception, match="PlayConfig.search"):
+        PlayConfig(search=8)  # type: ignore[arg-type]
+    assert chess.Board(BACK_RANK_FEN).is_valid()
