@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from asp.errors import ConfigError, check_ints
 from asp.search.qvalues import completed_q, sigma, softmax
@@ -39,8 +39,7 @@ __all__ = ["Expansion", "SearchConfig", "SearchGame", "SearchResult", "search"]
 State = TypeVar("State")
 
 
-@dataclass(frozen=True)
-class Expansion:
+class Expansion(NamedTuple):
     """What the game says of a position when the search reaches it."""
 
     actions: tuple[int, ...]
@@ -109,51 +108,43 @@ class SearchResult:
     """Simulations spent (0 when a winning action was played at once)."""
 
 
-@dataclass(eq=False)
 class _Node(Generic[State]):
-    state: State
-    expansion: Expansion
-    logits: list[float] = field(default_factory=list)
-    prior: list[float] = field(default_factory=list)
-    value: float = 0.0
-    """The network's value (or the exact one) for the side to move here."""
-    visits: int = 0
-    total: float = 0.0
-    """Sum of the backed-up values, for the side to move here."""
-    children: dict[int, _Node[State]] = field(default_factory=dict)
+    """A position in a tree: its prior, its value, and the visits and values of its children,
+    in the order of ``expansion.actions``."""
 
-    @property
-    def exact(self) -> float | None:
-        if self.expansion.value is not None:
-            return self.expansion.value
-        return 1.0 if self.expansion.winning else None
+    __slots__ = ("child_total", "child_visits", "children", "exact", "expansion", "logits", "prior", "state",
+                 "total", "value", "visits")  # fmt: skip
 
-    def child_stats(self) -> tuple[list[float], list[int]]:
-        """Q (for the mover here) and visits of every action, in ``expansion.actions`` order."""
-        q, visits = [], []
-        for action in self.expansion.actions:
-            child = self.children.get(action)
-            if child is None or child.visits == 0:
-                q.append(0.0)
-                visits.append(0)
-            else:
-                q.append(-child.total / child.visits)
-                visits.append(child.visits)
-        return q, visits
+    def __init__(self, state: State, expansion: Expansion) -> None:
+        self.state = state
+        self.expansion = expansion
+        self.exact = expansion.value if expansion.value is not None else (1.0 if expansion.winning else None)
+        self.logits: list[float] = []
+        self.prior: list[float] = []
+        self.value = 0.0
+        """The network's value (or the exact one) for the side to move here."""
+        self.visits = 0
+        self.total = 0.0
+        """Sum of the backed-up values, for the side to move here."""
+        n = len(expansion.actions)
+        self.children: list[_Node[State] | None] = [None] * n
+        self.child_visits = [0] * n
+        self.child_total = [0.0] * n
+        """Sum of the children's backed-up values, for the side to move here."""
 
-    def improved_logits(self, cfg: SearchConfig) -> tuple[list[float], list[int]]:
-        q, visits = self.child_stats()
+    def improved_logits(self, cfg: SearchConfig) -> list[float]:
+        visits = self.child_visits
+        q = [t / n if n else 0.0 for t, n in zip(self.child_total, visits, strict=True)]
         completed = completed_q(q, visits, prior=self.prior, value=self.value)
         scaled = sigma(completed, visits, c_visit=cfg.c_visit, c_scale=cfg.c_scale)
-        return [logit + s for logit, s in zip(self.logits, scaled, strict=True)], visits
+        return [logit + s for logit, s in zip(self.logits, scaled, strict=True)]
 
     def interior_action(self, cfg: SearchConfig) -> int:
-        """The paper's deterministic selection below the root."""
-        logits, visits = self.improved_logits(cfg)
-        probs = softmax(logits)
-        total = 1 + sum(visits)
-        scores = [p - n / total for p, n in zip(probs, visits, strict=True)]
-        return self.expansion.actions[max(range(len(scores)), key=scores.__getitem__)]
+        """The position (in ``expansion.actions``) of the paper's deterministic selection below the root."""
+        probs = softmax(self.improved_logits(cfg))
+        total = 1 + sum(self.child_visits)
+        scores = [p - n / total for p, n in zip(probs, self.child_visits, strict=True)]
+        return max(range(len(scores)), key=scores.__getitem__)
 
 
 class _Root(Generic[State]):
@@ -167,24 +158,26 @@ class _Root(Generic[State]):
         self.considered = ranked[: min(cfg.considered, n)]
         self.schedule = considered_visits(len(self.considered), cfg.simulations)
 
-    def scores(self, cfg: SearchConfig, visit_count: int | None) -> dict[int, float]:
+    def scores(self, logits: list[float], visit_count: int | None) -> dict[int, float]:
         """``g + logits + sigma(q)`` of the considered actions (with ``visit_count`` visits, if given)."""
-        logits, visits = self.node.improved_logits(cfg)
+        visits = self.node.child_visits
         return {
             i: self.gumbel[i] + logits[i] for i in self.considered if visit_count is None or visits[i] == visit_count
         }
 
     def next_action(self, cfg: SearchConfig, simulation: int) -> int:
-        scores = self.scores(cfg, self.schedule[simulation])
+        """The position of the root action the next simulation goes to."""
+        logits = self.node.improved_logits(cfg)
+        scores = self.scores(logits, self.schedule[simulation])
         if not scores:  # the schedule's count is taken by none (fewer actions than planned)
-            scores = self.scores(cfg, None)
-        return self.node.expansion.actions[max(scores, key=scores.__getitem__)]
+            scores = self.scores(logits, None)
+        return max(scores, key=scores.__getitem__)
 
     def result(self, cfg: SearchConfig, simulations: int) -> SearchResult:
         node = self.node
-        logits, visits = node.improved_logits(cfg)
-        most = max(visits[i] for i in self.considered)
-        scores = self.scores(cfg, most)
+        logits = node.improved_logits(cfg)
+        most = max(node.child_visits[i] for i in self.considered)
+        scores = self.scores(logits, most)
         action = node.expansion.actions[max(scores, key=scores.__getitem__)]
         value = node.total / node.visits if node.visits else node.value
         return SearchResult(action, node.expansion.actions, tuple(softmax(logits)), value, simulations)
@@ -234,36 +227,40 @@ def search(
 
 def _simulate(game: SearchGame[State], walks: list[tuple[_Root[State], int]], cfg: SearchConfig) -> None:
     """One simulation in every tree: descend, evaluate the new leaves together, back up."""
-    paths: list[list[_Node[State]]] = []
+    paths: list[list[tuple[_Node[State], int]]] = []
+    leaves: list[_Node[State]] = []
     fresh: list[_Node[State]] = []
-    for root, action in walks:
-        path = [root.node]
+    for root, k in walks:
+        path = []
         node = root.node
         while True:
-            child = node.children.get(action)
+            path.append((node, k))
+            child = node.children[k]
             if child is None:
-                child = _Node(game.apply(node.state, action), Expansion(()))
-                child.expansion = game.expand(child.state)
-                node.children[action] = child
-                path.append(child)
+                state = game.apply(node.state, node.expansion.actions[k])
+                child = _Node(state, game.expand(state))
+                node.children[k] = child
                 if child.exact is None:
                     fresh.append(child)
                 else:
                     child.value = child.exact
                 break
-            path.append(child)
             if child.exact is not None:
                 break
-            node, action = child, child.interior_action(cfg)
+            node, k = child, child.interior_action(cfg)
         paths.append(path)
+        leaves.append(child)
     _evaluate(game, fresh)
-    for path in paths:
-        leaf = path[-1]
+    for path, leaf in zip(paths, leaves, strict=True):
         value = leaf.value
-        for node in reversed(path):
+        leaf.visits += 1
+        leaf.total += value
+        for node, k in reversed(path):
+            node.child_visits[k] += 1
+            node.child_total[k] -= value  # the child's value, seen from this node's mover
+            value = -value
             node.visits += 1
             node.total += value
-            value = -value
 
 
 def _evaluate(game: SearchGame[State], nodes: Sequence[_Node[State]]) -> None:
