@@ -16,36 +16,28 @@ played 2 games, 8 plies in ...
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import dataclasses
-import functools
 import re
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import torch
 
 from asp.app.outputs import check_output_file, writing
+from asp.app.train_command import EXIT_INTERRUPTED, engine_from_options, train_command
 from asp.errors import AspError, ConfigError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
-    from asp.app.run import RunDir
     from asp.tinychess.engine import EngineConfig
 
 __all__ = ["main"]
 
-T = TypeVar("T")
 EXIT_USAGE = 2
 POLICY_ONLY_HELP = (
     "the model plays its policy alone, and does not take a mate in one when it has one (default: it takes it)"
 )
-EXIT_INTERRUPTED = 130
 EXIT_FAILURE = 1
 
 
@@ -217,43 +209,13 @@ def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
         if given:
             raise ConfigError(f"{given[0]} applies to --vs stockfish only, not --vs {args.vs}")
         return None
-    return _engine_from_options(
+    return engine_from_options(
         _ENGINE_OPTIONS,
         path=args.engine,
         skill=0 if args.skill is None else args.skill,
         nodes=args.nodes if args.nodes is not None or args.move_time is not None else 100,
         time=args.move_time,
     )
-
-
-_TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
-"""EngineConfig's fields and the ``asp train`` options that set them."""
-
-
-def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
-    """The engine of ``asp train --eval-vs stockfish`` (its path is not part of the run)."""
-
-    given = [f"--{o.replace('_', '-')}" for o in ("eval_skill", "eval_nodes", "engine") if getattr(args, o) is not None]
-    if args.eval_vs != "stockfish":
-        if given:
-            raise ConfigError(f"{given[0]} applies to --eval-vs stockfish only")
-        return None
-    return _engine_from_options(
-        _TRAIN_ENGINE_OPTIONS,
-        skill=0 if args.eval_skill is None else args.eval_skill,
-        nodes=100 if args.eval_nodes is None else args.eval_nodes,
-    )
-
-
-def _engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
-    """``EngineConfig(**fields)``, its errors naming the command-line options that set the fields."""
-    from asp.tinychess.engine import EngineConfig
-
-    try:
-        return EngineConfig(**fields)
-    except ConfigError as e:
-        message = re.sub(r"EngineConfig\.(\w+)", lambda m: options.get(m[1], m[0]), str(e))
-        raise ConfigError(message) from None
 
 
 def _checkpoint_name(path: str, version: int) -> str:
@@ -331,246 +293,13 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _train_config(args: argparse.Namespace) -> Any:
-    from asp.app.run import RunConfig
-    from asp.tinychess.model import ModelConfig
-    from asp.tinychess.train import TrainConfig
-
-    base = RunConfig()
-    changes: dict[str, Any] = {}
-    for option, name in (
-        ("iterations", "iterations"),
-        ("games", "games"),
-        ("seed", "seed"),
-        ("max_plies", "max_plies"),
-        ("eval_every", "eval_every"),
-        ("eval_games", "eval_games"),
-        ("max_staleness", "max_staleness"),
-    ):
-        if getattr(args, option) is not None:
-            changes[name] = getattr(args, option)
-            _named_option(option, functools.partial(dataclasses.replace, base, **{name: changes[name]}))
-    if args.sequential:
-        changes["overlap"] = False
-    if args.policy_only:
-        changes["mate_in_one"] = False
-    engine = _train_engine_config(args)
-    if engine is not None:
-        changes["eval_engine"] = engine
-    if args.hidden is not None:
-        changes["model"] = _named_option("hidden", lambda: ModelConfig(hidden=args.hidden))
-    if args.device is not None:
-        changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
-    return dataclasses.replace(base, **changes), changes
-
-
-def _named_option(option: str, make: Callable[[], T]) -> T:
-    """``make()``; its ConfigError (which names a config field) is prefixed with the option
-    that set the field, so that the user sees what to change on the command line."""
-    try:
-        return make()
-    except ConfigError as e:
-        raise ConfigError(f"--{option.replace('_', '-')}: {e}") from None
-
-
-def _train(args: argparse.Namespace) -> int:
-    from asp.app.lock import RunLock
-    from asp.app.run import RunDir, RunError
-
-    cfg, changes = _train_config(args)
-    for option in ("workers", "threads_per_worker", "trainer_threads"):
-        value = getattr(args, option)
-        if value is not None and value < 1:
-            raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
-    _check_device(cfg.train.device)  # a resumed run's stored device too, below
-    if args.resume:
-        run = RunDir(args.resume)
-        if not run.path.is_dir():
-            raise RunError(f"{run.path}: no run directory to resume")
-    else:
-        run = RunDir(args.run_dir or Path("runs") / args.name)
-        _make_run_dir(run.path)
-    # The run directory is this process's from here on: nothing in it is written before.
-    lock = RunLock(run.path)
-    try:
-        lock.acquire()
-    except OSError as e:
-        raise RunError(f"run directory {run.path} cannot be written: {e.strerror or e}") from None
-    try:
-        return _train_locked(args, run, cfg, changes)
-    finally:
-        lock.release()
-
-
-def _make_run_dir(path: Path) -> None:
-    """Create the run directory of a new run; RunError when it cannot be one."""
-    from asp.app.run import RunError
-
-    if path.exists() and not path.is_dir():
-        raise RunError(f"--run-dir {path} is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"--run-dir {path} cannot be created: {e.strerror or e}") from None
-
-
-def _check_run_files(run: RunDir) -> None:
-    """RunError naming the first path of the run that is in the way of a file it writes."""
-    from asp.app.run import RunError
-
-    for path in (run.metrics, run.log, run.checkpoint, run.path / "config.json", run.curves):
-        if path.is_dir():
-            raise RunError(f"{path} is a directory: the run writes a file there")
-    games = run.games(0).parent
-    if games.exists() and not games.is_dir():
-        raise RunError(f"{games} is not a directory: the run writes its games there")
-    for path in sorted(games.glob("iter-*.pgn")) if games.is_dir() else []:
-        if path.is_dir():
-            raise RunError(f"{path} is a directory: the run writes a PGN file there")
-
-
-def _check_device(device: str) -> None:
-    """ConfigError when the trainer's device is a CUDA one and this torch has none."""
-
-    if not device.startswith("cuda"):
-        return
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(device.partition(":")[2] or 0)
-    if index >= count:
-        have = f"{count} CUDA device(s)" if count else "no CUDA device (torch.cuda.is_available() is False)"
-        raise ConfigError(f"--device {device}: this torch has {have}; use --device cpu or auto")
-
-
-def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> int:
-    """``asp train`` once the run directory's lock is held: check, then run."""
-    from asp.app.display import TrainDisplay
-    from asp.app.run import RunError
-    from asp.app.session import check_resumable, train_session
-    from asp.cores import split_cores
-
-    if args.resume:
-        stored = run.stored_config()
-        # Only the length of a run may change on resume; anything else would be another run.
-        clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k) != v}
-        if clash:
-            named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
-            raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
-        cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
-    _check_device(cfg.train.device)
-    _check_run_files(run)
-    if args.resume:
-        check_resumable(run, cfg)  # before anything in the run directory changes
-    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
-    if args.backend == "local":
-        budget = split_cores(
-            overlap=cfg.overlap and cfg.max_staleness >= 1,
-            workers=args.workers,
-            threads_per_worker=args.threads_per_worker,
-            trainer_threads=args.trainer_threads,
-        )
-    else:  # the workers run elsewhere: the cores here are the trainer's
-        budget = split_cores(overlap=False, workers=args.workers, trainer_threads=args.trainer_threads)
-    display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
-
-    def progress(kind: str, fields: dict[str, Any]) -> None:
-        if kind == "started":  # the run directory is ours: say how the cores are shared
-            display.console.print(f"asp train: {budget.describe()}", highlight=False)
-            if fields.get("note"):
-                display.console.print(f"asp train: {fields['note']}", highlight=False)
-        display.update(kind, fields)
-
-    resume_hint = f"asp train --resume {run.path}"
-    if args.backend != "local":
-        resume_hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
-
-    stopped_by: list[int] = []
-
-    async def session() -> list[dict[str, Any]]:
-        task = asyncio.current_task()
-        assert task is not None
-
-        def on_signal(signum: int) -> None:
-            # The first Ctrl-C or SIGTERM cancels the session; later ones must not break into its
-            # clean-up (asyncio.Runner turns a second Ctrl-C into a KeyboardInterrupt anywhere).
-            if stopped_by:
-                print(
-                    "asp train: stopping; waiting for the workers to stop and the files to be removed", file=sys.stderr
-                )
-                return
-            stopped_by.append(signum)
-            task.cancel()
-
-        # Signal handlers belong to the main thread; run elsewhere (an application embedding
-        # asp, a test), signals stay the application's business.
-        if threading.current_thread() is threading.main_thread():
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, on_signal, signum)
-        return await train_session(
-            run,
-            cfg,
-            resume=bool(args.resume),
-            workers=budget.workers,
-            threads_per_worker=args.threads_per_worker,
-            trainer_threads=budget.trainer_threads,
-            progress=progress,
-            backend=args.backend,
-            address=args.address,
-            engine_path=args.engine,
-        )
-
-    try:
-        with display, asyncio.Runner() as runner:
-            history = runner.run(session())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
-        with _sigint_ignored():
-            # The checkpoint, not this process, knows: a resumed run began with iterations done.
-            saved = run.saved_iterations()
-            print(
-                f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
-                f"resume with: {resume_hint}",
-                file=sys.stderr,
-            )
-        return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
-    final = history[-1] if history else {}
-    score = final.get("eval/score")
-    print(
-        f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
-        f"{'n/a' if score is None else f'{score:.3f}'}; {_time_summary(history)}; curves: {run.curves}"
-    )
-    return 0
-
-
-def _time_summary(history: Sequence[dict[str, Any]]) -> str:
-    """How the run used its time: the workers' share inside shards, the loop's longest stall."""
-    wall = sum(line.get("time/wall", 0.0) for line in history)
-    busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in history)
-    stall = max((line.get("time/loop_stall_max", 0.0) for line in history), default=0.0)
-    share = f"{busy / wall:.0%}" if wall > 0 else "n/a"
-    return f"workers playing {share} of the wall time; longest event-loop stall {stall * 1000:.0f} ms"
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore SIGINT inside the block (main thread only: elsewhere signals are not ours)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     args = _parser().parse_args(argv)
     configure_logging(fmt=args.log_format, level=args.log_level)
     try:
         if args.command == "train":
-            return _train(args)
+            return train_command(args)
         if args.command == "play":
             return _play(args)
         if args.command == "eval":
