@@ -217,7 +217,7 @@ class Pipeline:
                     self.on_shard(iteration, games, cfg.n_games)
         records = collect_games((r for shard in shards for r in shard.records), cfg, f"iteration {iteration}")
         worker_seconds = sum(shard.seconds for shard in shards)
-        stats = self.selfplay.summarise(records, cfg)
+        stats = self.selfplay.summarise(records, cfg, (shard.stats for shard in shards))
         stats.update(workers=self.selfplay.workers, worker_seconds=worker_seconds)
         return records, stats
 
@@ -384,4 +384,3 @@ def _overlap(played: _Played, start: float, end: float) -> float:
     """Seconds of [start, end] during which ``played`` was being played."""
     played_end = played.ended if played.ended is not None else end
     return max(0.0, min(end, played_end) - max(start, played.started))
-

@@ -46,7 +46,7 @@ import asyncio
 import contextlib
 import enum
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 
 import anyio
@@ -60,7 +60,7 @@ from asp.cores import available_cores
 from asp.dispatch import Dispatcher
 from asp.errors import ClosedError, ConfigError, LoopError
 from asp.log import quiet_unless_configured
-from asp.shards import collect_games, default_shard_games, merge_stats, plan_shards
+from asp.shards import call_stats, collect_games, default_shard_games, plan_shards
 from asp.shield import finish
 from asp.weights import WeightRef
 from asp.worker import check_playable, play_cfg
@@ -120,7 +120,8 @@ class SelfPlay:
             worker is killed.
         :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
         :param summarise: turns all records of a call into stats (default: the cfg's own
-            ``summarise(records)`` method when it has one, else a sum of the shards' numeric stats).
+            ``summarise(records)`` method when it has one, else ``{"games": n}``); the shards'
+            numeric stats it lacks are added, summed over shards.
         :param backend: ``"local"`` (spawn processes on this machine) or ``"ray"`` (Ray actors;
             needs the extra ``asp[ray]``).
         :param address: Ray only: None starts a private Ray instance on this machine, ``"auto"``
@@ -188,11 +189,14 @@ class SelfPlay:
         """The pid of each slot's worker process (None where none is running)."""
         return [self._backend.pid(slot) for slot in range(self.workers)]
 
-    def summarise(self, records: list[Any], cfg: Any = None) -> dict[str, Any]:
-        """The stats of ``records``: by this SelfPlay's ``summarise``, else by ``cfg.summarise``
-        when the cfg has one, else ``{"games": n}``."""
-        summary = self._summary(cfg)
-        return summary(records) if summary is not None else {"games": len(records)}
+    def summarise(
+        self, records: list[Any], cfg: Any = None, shard_stats: Iterable[dict[str, Any]] = ()
+    ) -> dict[str, Any]:
+        """The stats of a call's ``records``: by this SelfPlay's ``summarise``, else by
+        ``cfg.summarise`` when the cfg has one, else ``{"games": n}``; and the numeric
+        ``shard_stats`` (of its :class:`ShardResult` s) that those lack, summed
+        (:func:`asp.shards.call_stats`)."""
+        return call_stats(records, shard_stats, self._summary(cfg))
 
     def _summary(self, cfg: Any) -> Callable[[list[Any]], dict[str, Any]] | None:
         if self._summarise is not None:
@@ -285,8 +289,7 @@ class SelfPlay:
                     results.append(result)
         figures = call.figures
         records = collect_games((r for result in results for r in result.records), cfg, "SelfPlay.play")
-        summary = self._summary(cfg)
-        stats = summary(records) if summary is not None else merge_stats(r.stats for r in results)
+        stats = self.summarise(records, cfg, (r.stats for r in results))
         seconds = time.perf_counter() - figures.started
         stats.update(
             workers=self.workers,

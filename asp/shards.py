@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from asp.errors import AspError
 
 __all__ = [
     "Shard",
+    "call_stats",
     "collect_games",
     "default_shard_games",
     "id_mismatch",
@@ -156,6 +157,23 @@ def merge_stats(shard_stats: Iterable[dict[str, Any]]) -> dict[str, Any]:
             if isinstance(value, int | float) and not isinstance(value, bool):
                 merged[key] = merged.get(key, 0) + value
     return merged
+
+
+def call_stats(
+    records: list[Any], shard_stats: Iterable[dict[str, Any]], summary: Callable[[list[Any]], dict[str, Any]] | None
+) -> dict[str, Any]:
+    """The stats of a call: ``summary(records)``, and the shards' numeric stats that it lacks,
+    summed over shards (but ``seconds`` and rates, ``*_per_s``, which do not add up).
+
+    >>> call_stats([1, 2], [{"plies": 3, "evals": 2, "seconds": 1.0}, {"plies": 4, "evals": 5}], lambda r: {"games": 2})
+    {'games': 2, 'plies': 7, 'evals': 7}
+    """
+    merged = merge_stats(shard_stats)
+    stats = summary(records) if summary is not None else {"games": len(records)}
+    for key, value in merged.items():
+        if key not in stats and key != "seconds" and not key.endswith("_per_s"):
+            stats[key] = value
+    return stats
 
 
 def _some(ids: Sequence[int]) -> str:
