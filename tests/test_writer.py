@@ -72,8 +72,8 @@ def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once
                 assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
                 time.sleep(0.05)
             pid = int(str(_events(run / "log.jsonl", "writer_started")[0]["pid"]))
-            assert pid in [p.pid for p in psutil.Process(proc.pid).children()]
-            assert _lines(run / "metrics.jsonl") < iterations
+            assert pid in [p.pid for p in psutil.Process(proc.pid).children()], pid
+            assert _lines(run / "metrics.jsonl") < iterations, "the run ended before the writer was killed"
             os.kill(pid, signal.SIGKILL)
             code = proc.wait(timeout=RUN_LIMIT)
         finally:
@@ -83,9 +83,9 @@ def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once
     assert code == 0, out.read_text()
     assert "Traceback" not in out.read_text()
     replaced = _events(run / "log.jsonl", "writer_replaced")
-    assert [(e["pid"], e["reason"]) for e in replaced] == [(pid, "killed by SIGKILL")]
+    assert [(e["pid"], e["reason"]) for e in replaced] == [(pid, "killed by SIGKILL")], replaced
     lines = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [line["iteration"] for line in lines] == list(range(iterations))
+    assert [line["iteration"] for line in lines] == list(range(iterations)), (run / "log.jsonl").read_text()[-3000:]
     for iteration in range(iterations):
         stream = io.StringIO((run / "games" / f"iter-{iteration:04d}.pgn").read_text())
         games = 0
