@@ -616,7 +616,7 @@ def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:
     from asp.app.train_command import train_config
 
     cfg, changes = train_config(_parser().parse_args(["train", "--policy-only"]))
-    assert changes == {"mate_in_one": False} and not cfg.mate_in_one
+    assert changes == {"mate_in_one": False, "search": 0} and not cfg.mate_in_one
     assert not cfg.play_cfg(0, 0).mate_in_one and not cfg.eval_cfg(0).mate_in_one
     cfg, changes = train_config(_parser().parse_args(["train"]))
     assert changes == {} and cfg.mate_in_one

@@ -144,6 +144,20 @@ CASES = {
     "eval a checkpoint whose version is text": Case(
         ("eval", "{tmp}/run", *GAMES), ("checkpoint field version",), spoiled(version_text)
     ),
+    "play --search -1": Case(("play", *GAMES, "--search", "-1"), ("--search must be in 0..10000",)),
+    "play --search with --policy-only": Case(("play", *GAMES, "--search", "4", "--policy-only"), ("--policy-only",)),
+    "eval --vs uci without --engine": Case(
+        ("eval", "{tmp}/run", "--vs", "uci"), ("--vs uci needs --engine",), spoiled_run(str)
+    ),
+    "eval --skill against the greedy mover": Case(
+        ("eval", "{tmp}/run", "--vs", "greedy", "--skill", "3"),
+        ("--skill applies to --vs stockfish or --vs uci",),
+        spoiled_run(str),
+    ),
+    "train --search 10001": Case(("train", "--search", "10001", "--run-dir", "{tmp}/new"), ("--search", "10000")),
+    "train --search with --policy-only": Case(
+        ("train", "--search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
+    ),
     # asp show
     "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
     "show --out under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/b.svg"), ("--out", "cannot write")),

@@ -144,7 +144,7 @@ def test_eval_against_the_random_mover_is_the_default(
         (["--vs", "stockfish", "--skill", "25"], "--skill must be an int in 0..20, got 25"),
         (["--vs", "stockfish", "--nodes", "0"], "--nodes must be an int in 1..1000000000, got 0"),
         (["--vs", "stockfish", "--move-time", "-1"], "--move-time must be None or a number of seconds"),
-        (["--skill", "3"], "--skill applies to --vs stockfish only, not --vs random"),
+        (["--skill", "3"], "--skill applies to --vs stockfish or --vs uci only, not --vs random"),
     ],
 )
 def test_bad_engine_options_are_usage_errors_naming_the_option(

@@ -16,11 +16,12 @@ played 2 games, 8 plies in ...
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,14 +31,14 @@ from asp.errors import AspError, ConfigError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
+    from asp.search import SearchConfig
     from asp.tinychess.engine import EngineConfig
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
-POLICY_ONLY_HELP = (
-    "the model plays its policy alone, and does not take a mate in one when it has one (default: it takes it)"
-)
+POLICY_ONLY_HELP = "the model plays its policy network alone: no search, no mate-in-one rule"
+SEARCH_HELP = "simulations of the model's search before each move, 0 for none (default: as its run was configured)"
 EXIT_FAILURE = 1
 
 
@@ -70,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
         help="versions a game may lag behind the weights that train on it (0-16; default 1: the next "
         "iteration is played while training; N >= 2: self-play runs up to N iterations ahead)",
     )
+    train.add_argument(
+        "--search",
+        type=int,
+        help="simulations of the model's search per move, trained on its improved policy; "
+        "0: the policy alone, trained by policy gradient (default 0)",
+    )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
@@ -95,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model)")
     play.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    play.add_argument("--search", type=int, help=SEARCH_HELP)
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
     play.add_argument("--out", default="selfplay.pgn", help="PGN file to write (default selfplay.pgn)")
@@ -104,25 +112,33 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--vs",
         default="random",
-        metavar="random|stockfish|RUN2",
-        help="the opponent: the uniformly random mover (default), Stockfish, or another checkpoint file or run "
-        "directory (./random for a directory of that name)",
+        metavar="random|greedy|stockfish|uci|RUN2",
+        help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
+        "any UCI engine (--engine PATH), or another checkpoint file or run directory (./random for a directory "
+        "of that name)",
     )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
     ev.add_argument("--temperature", type=float, default=0.1, help="the model's sampling temperature (0: greedy)")
+    ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
     ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games")
     ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
     ev.add_argument(
         "--workers", type=int, default=1, help="worker processes, each with its own engine (1: play in this process)"
     )
-    ev.add_argument("--skill", type=int, help="--vs stockfish: its Skill Level, 0 to 20 (default 0)")
-    ev.add_argument("--nodes", type=int, help="--vs stockfish: nodes searched per move (default 100)")
-    ev.add_argument("--move-time", type=float, help="--vs stockfish: seconds per move (default: the node limit only)")
+    ev.add_argument(
+        "--skill",
+        type=int,
+        help="--vs stockfish/uci: its Skill Level, 0-20 (default: 0 for stockfish, unset for uci)",
+    )
+    ev.add_argument("--nodes", type=int, help="--vs stockfish/uci: nodes searched per move (default 100)")
+    ev.add_argument(
+        "--move-time", type=float, help="--vs stockfish/uci: seconds per move (default: the node limit only)"
+    )
     ev.add_argument(
         "--engine",
         metavar="PATH",
-        help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games)",
+        help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games); --vs uci: required",
     )
     ev.add_argument(
         "--from-start", action="store_true", help="start every game from the initial position, not the bundled openings"
@@ -157,19 +173,22 @@ def _play(args: argparse.Namespace) -> int:
     _check_game_options(args)
     check_output_file("--out", args.out)  # before any game is played
     version = 0
+    state = None
     if args.checkpoint:
         model, state = model_from_checkpoint(args.checkpoint)
         version = state["version"]
     else:
         torch.manual_seed(args.seed)
         model = TinyChess()
+    search, mate_in_one = _how_it_plays(args, state, sampling=True)
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
         max_plies=args.max_plies,
         temperature=args.temperature,
         model_version=version,
-        mate_in_one=not args.policy_only,
+        mate_in_one=mate_in_one,
+        search=search,
         samples=False,  # only written as PGN
     )
     records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
@@ -192,9 +211,28 @@ def _check_game_options(args: argparse.Namespace) -> None:
         value = getattr(args, name)
         if not low <= value <= high:
             raise ConfigError(f"--{name.replace('_', '-')} must be in {low}..{high}, got {value}")
+    if args.search is not None and not 0 <= args.search <= 10_000:
+        raise ConfigError(f"--search must be in 0..10000 (simulations; 0: no search), got {args.search}")
+    if args.search and args.policy_only:
+        raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
     t = args.temperature
     if not (t == 0 or 0.01 <= t <= 100):  # NaN too
         raise ConfigError(f"--temperature must be 0 (greedy) or a number in 0.01..100, got {t}")
+
+
+def _how_it_plays(
+    args: argparse.Namespace, state: dict[str, Any] | None, *, sampling: bool
+) -> tuple[SearchConfig | None, bool]:
+    """The search and the mate-in-one rule a checkpoint plays with: as its run was configured
+    (a fresh model: as ``asp train`` would), unless ``--search N`` or ``--policy-only`` says otherwise."""
+    from asp.app.run import RunConfig
+
+    if args.policy_only:
+        return None, False
+    run = RunConfig.from_dict(state["config"]) if state is not None else RunConfig()
+    if args.search is not None:
+        run = dataclasses.replace(run, search=args.search)
+    return run.search_cfg(sampling=sampling), run.mate_in_one
 
 
 _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
@@ -205,14 +243,16 @@ def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
     """The EngineConfig of ``--vs stockfish``, its errors naming the options; None for other opponents."""
 
     given = [option for option in _ENGINE_OPTIONS.values() if getattr(args, option[2:].replace("-", "_")) is not None]
-    if args.vs != "stockfish":
+    if args.vs not in ("stockfish", "uci"):
         if given:
-            raise ConfigError(f"{given[0]} applies to --vs stockfish only, not --vs {args.vs}")
+            raise ConfigError(f"{given[0]} applies to --vs stockfish or --vs uci only, not --vs {args.vs}")
         return None
+    if args.vs == "uci" and args.engine is None:
+        raise ConfigError("--vs uci needs --engine PATH: the UCI engine to play")
     return engine_from_options(
         _ENGINE_OPTIONS,
         path=args.engine,
-        skill=0 if args.skill is None else args.skill,
+        skill=args.skill if args.skill is not None or args.vs == "uci" else 0,
         nodes=args.nodes if args.nodes is not None or args.move_time is not None else 100,
         time=args.move_time,
     )
@@ -233,7 +273,7 @@ def _eval(args: argparse.Namespace) -> int:
     from asp.tinychess import PlayConfig
     from asp.tinychess.engine import EngineOpponent
     from asp.tinychess.openings import match_openings
-    from asp.tinychess.opponents import RandomMover
+    from asp.tinychess.opponents import GreedyMover, RandomMover
 
     _check_game_options(args)
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
@@ -242,8 +282,11 @@ def _eval(args: argparse.Namespace) -> int:
     model, state = model_from_checkpoint(args.checkpoint)
     opponent: torch.nn.Module
     opponent_version = 0
+    opponent_search: SearchConfig | None = None
     if args.vs == "random":
         opponent, name, described = RandomMover(), "random", "a random mover"
+    elif args.vs == "greedy":
+        opponent, name, described = GreedyMover(), "greedy", "the one-ply material-greedy mover"
     elif engine_cfg is not None:
         engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
         opponent, name = engine, engine.opponent_name
@@ -251,20 +294,24 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         opponent, opponent_state = model_from_checkpoint(args.vs)
         opponent_version = opponent_state["version"]
+        opponent_search, _ = _how_it_plays(args, opponent_state, sampling=False)
         name = _checkpoint_name(args.vs, opponent_version)
         described = f"{args.vs} (version {opponent_version})"
+    search, mate_in_one = _how_it_plays(args, state, sampling=False)
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
         max_plies=args.max_plies,
         temperature=args.temperature,
+        search=search,
+        opponent_search=opponent_search,
         # The random mover samples uniformly at any temperature above 0; another checkpoint
         # samples at the model's temperature; an engine has none.
         opponent_temperature=1.0 if args.vs == "random" else None,
         openings=() if args.from_start else match_openings(),
         model_version=state["version"],
         opponent_version=opponent_version,
-        mate_in_one=not args.policy_only,
+        mate_in_one=mate_in_one,
         opponent_mate_in_one=False if args.vs == "random" else None,  # the random mover stays uniform
         samples=False,
     )

@@ -1,4 +1,5 @@
-"""``curves.png``: a run's losses, score against a random mover and plies/s, by iteration."""
+"""``curves.png``: a run's losses, scores on the ladder (random mover, greedy mover, an engine)
+and plies/s, by iteration."""
 
 from __future__ import annotations
 
@@ -38,19 +39,20 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
         [score_from_elo(m["eval/elo_high"]) for m in evaluated],
         alpha=0.2,
     )
-    against_engine = [m for m in history if "eval_sf/score" in m]
-    if against_engine:
-        axes[1].plot(
-            [m["iteration"] for m in against_engine],
-            [m["eval_sf/score"] for m in against_engine],
-            "s-",
-            label=str(against_engine[-1].get("eval_sf/engine", "engine")),
-        )
+    rungs = [("eval_greedy", "s-", "greedy mover"), ("eval_sf", "^-", None)]
+    shown = []
+    for prefix, style, rung in rungs:
+        scored = [m for m in history if f"{prefix}/score" in m]
+        if scored:
+            name = rung or str(scored[-1].get(f"{prefix}/engine", "engine"))
+            axes[1].plot([m["iteration"] for m in scored], [m[f"{prefix}/score"] for m in scored], style, label=name)
+            shown.append(name)
+    if shown:
         axes[1].plot([], [], "o-", color="C0", label="random mover")
         axes[1].legend()
     axes[1].axhline(0.9, color="grey", linestyle="--", linewidth=1)
     axes[1].set_ylim(0, 1)
-    axes[1].set_title("score against a random mover" + (" and an engine" if against_engine else ""))
+    axes[1].set_title("score against " + ", ".join(["a random mover", *shown]))
     axes[2].plot(its, [m.get("play/plies_per_s", 0.0) for m in history])
     axes[2].set_title("self-play plies/s")
     for ax in axes:

@@ -32,6 +32,7 @@ import torch
 from asp.app.outputs import writing
 from asp.atomic import save_atomic, write_text_atomic
 from asp.errors import AspError, ConfigError, check_ints
+from asp.search import SearchConfig
 from asp.tinychess.engine import EngineConfig
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.openings import match_openings
@@ -83,9 +84,17 @@ class RunConfig:
     iteration k+1 while training on k; N >= 2 lets self-play run up to N iterations ahead of
     a slow trainer (see :class:`asp.Pipeline`)."""
     mate_in_one: bool = True
-    """The model plays a mate in one whenever it has one, in self-play and in evaluations
-    (:attr:`PlayConfig.mate_in_one`); the random mover does not. A stored config without
-    this field (a run of an asp before it) reads as False."""
+    """Without search: the model plays a mate in one whenever it has one, in self-play and in
+    evaluations (:attr:`PlayConfig.mate_in_one`); the random mover does not. A stored config
+    without this field (a run of an asp before it) reads as False. A searching model never
+    misses a mate in one anyway."""
+    search: int = 0
+    """Simulations of the model's search before each move, in self-play and in evaluations
+    (:mod:`asp.search`; the trainer then learns the search's improved policy), or 0: the
+    policy alone, trained by policy gradient (0 to 10000). A stored config without this
+    field reads as 0."""
+    search_considered: int = 16
+    """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
     eval_every: int = 4
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 200
@@ -112,6 +121,8 @@ class RunConfig:
                 ("eval_every", 1, 10**6),
                 ("eval_games", 1, 10**6),
                 ("max_staleness", 0, 16),
+                ("search", 0, 10_000),
+                ("search_considered", 1, 1024),
             ),
         )
         # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
@@ -132,6 +143,13 @@ class RunConfig:
 
             raise ConfigError(re.sub(r"PlayConfig\.(\w+)", rename, str(e))) from None
 
+    def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
+        """The model's search: sampling (Gumbel noise at the root) in self-play, the best
+        action in evaluations; None without search."""
+        if self.search == 0:
+            return None
+        return SearchConfig(self.search, self.search_considered, gumbel_scale=1.0 if sampling else 0.0)
+
     def play_cfg(self, iteration: int, version: int) -> PlayConfig:
         """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
         return PlayConfig(
@@ -143,6 +161,7 @@ class RunConfig:
             batch_size=self.play_batch,
             model_version=version,
             mate_in_one=self.mate_in_one,
+            search=self.search_cfg(sampling=True),
         )
 
     def eval_cfg(self, version: int) -> PlayConfig:
@@ -158,6 +177,7 @@ class RunConfig:
             mate_in_one=self.mate_in_one,
             opponent_mate_in_one=False,  # the random mover stays uniform
             samples=False,  # scored, never trained on
+            search=self.search_cfg(sampling=False),
         )
 
     def engine_eval_cfg(self, version: int) -> PlayConfig:
@@ -181,6 +201,7 @@ class RunConfig:
         data = _fields_of("RunConfig", cls, data)
         # A run stored before the field existed played with the policy alone.
         data.setdefault("mate_in_one", False)
+        data.setdefault("search", 0)
         model = ModelConfig(**_fields_of("RunConfig.model", ModelConfig, data.pop("model")))
         train = TrainConfig(**_fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)

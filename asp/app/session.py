@@ -41,11 +41,18 @@ from asp.selfplay import SelfPlay
 from asp.shield import finish_in_thread, finish_thread_call, wait_out
 from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.model import TinyChess
-from asp.tinychess.opponents import RandomMover
+from asp.tinychess.opponents import GreedyMover, RandomMover
 from asp.tinychess.records import GameRecord
 from asp.tinychess.train import Trainer
 
-__all__ = ["check_resumable", "endings", "evaluate_vs_engine", "evaluate_vs_random", "train_session"]
+__all__ = [
+    "check_resumable",
+    "endings",
+    "evaluate_vs_engine",
+    "evaluate_vs_greedy",
+    "evaluate_vs_random",
+    "train_session",
+]
 
 log = structlog.get_logger("asp.train")
 
@@ -55,15 +62,33 @@ T = TypeVar("T")
 (the metrics line) — how a display follows the run."""
 
 
+EVAL_PRIORITY = 1
+"""Evaluation games go to free workers before self-play's: an iteration's metrics line and
+checkpoint wait for its evaluation, not for the next iteration's games."""
+
+
 async def evaluate_vs_random(
     selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
 ) -> dict[str, Any]:
     """Score of ``model`` against a uniformly random mover over ``cfg.eval_games`` games."""
-    records, stats = await selfplay.play(model, RandomMover(), cfg.eval_cfg(version))
+    records, stats = await selfplay.play(model, RandomMover(), cfg.eval_cfg(version), priority=EVAL_PRIORITY)
     return {
         **_match_metrics("eval", match_result_of(records)),
         "eval/endings": endings(records),
         "eval/seconds": stats["seconds"],
+    }
+
+
+async def evaluate_vs_greedy(
+    selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
+) -> dict[str, Any]:
+    """Score of ``model`` against the one-ply material-greedy mover over ``cfg.eval_games``
+    games from the bundled openings, each with both colours: ``eval_greedy/...`` metrics."""
+    records, stats = await selfplay.play(model, GreedyMover(), cfg.engine_eval_cfg(version), priority=EVAL_PRIORITY)
+    return {
+        **_match_metrics("eval_greedy", match_result_of(records)),
+        "eval_greedy/endings": endings(records),
+        "eval_greedy/seconds": stats["seconds"],
     }
 
 
@@ -75,7 +100,7 @@ async def evaluate_vs_engine(
     finished game, is logged and reported as ``eval_sf/error``: it never stops training."""
     started = time.perf_counter()
     try:
-        records, _ = await selfplay.play(model, engine, cfg.engine_eval_cfg(version))
+        records, _ = await selfplay.play(model, engine, cfg.engine_eval_cfg(version), priority=EVAL_PRIORITY)
         result = match_result_of(records)
     except (ShardFailed, EngineFailed, ConfigError) as e:
         log.warning("engine_eval_failed", engine=engine.opponent_name, error=repr(e))
@@ -123,7 +148,7 @@ def _match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
     }
 
 
-def _metrics_line(report: IterationReport, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
+def _metrics_line(report: IterationReport, cfg: RunConfig, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
     stats = report.play_stats
     line: dict[str, Any] = {
         "iteration": report.iteration,
@@ -141,6 +166,12 @@ def _metrics_line(report: IterationReport, worker_threads: int, trainer_threads:
         "time/overlap": report.overlap_seconds,
         "time/wall": report.wall_seconds,
     }
+    if stats.get("search/evaluations"):
+        # Boards per network call of the searches, against the play batch: how full the
+        # batched search keeps the network.
+        per_call = stats["search/boards"] / stats["search/evaluations"]
+        line["play/search_boards_per_call"] = per_call
+        line["play/search_occupancy"] = per_call / cfg.play_batch
     workers = stats.get("workers")
     if workers and report.wall_seconds > 0:
         # The share of the iteration's wall time the workers spent inside shards (any shard:
@@ -319,11 +350,12 @@ async def _write_iteration(
     plain = [record.plain() for record in report.records]  # the PlyData is the trainer's, not the PGN's
     await finish_thread_call(functools.partial(writer.call, write_pgn, plain, run.games(report.iteration)))
     games_seconds = time.perf_counter() - started
-    line = _metrics_line(report, selfplay.threads_per_worker, torch.get_num_threads())
+    line = _metrics_line(report, cfg, selfplay.threads_per_worker, torch.get_num_threads())
     line.update(report.extra)
     if evaluated is not None:
         notify("evaluating", {"iteration": report.iteration})
         line.update(await evaluate_vs_random(selfplay, evaluated, cfg, report.version_trained + 1))
+        line.update(await evaluate_vs_greedy(selfplay, evaluated, cfg, report.version_trained + 1))
         if engine is not None:
             line.update(await evaluate_vs_engine(selfplay, evaluated, cfg, report.version_trained + 1, engine))
     started = time.perf_counter()

@@ -87,8 +87,14 @@ def train_config(args: argparse.Namespace) -> Any:
             _named_option(option, functools.partial(dataclasses.replace, base, **{name: changes[name]}))
     if args.sequential:
         changes["overlap"] = False
+    if args.search is not None:
+        changes["search"] = args.search
+        _named_option("search", functools.partial(dataclasses.replace, base, search=args.search))
     if args.policy_only:
+        if args.search:
+            raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
         changes["mate_in_one"] = False
+        changes["search"] = 0
     engine = _train_engine_config(args)
     if engine is not None:
         changes["eval_engine"] = engine

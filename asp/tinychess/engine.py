@@ -84,8 +84,9 @@ class EngineConfig:
     """The UCI engine's executable (a path, or a name on PATH); None: ``stockfish`` on PATH,
     else in :data:`ENGINE_DIRS`. :class:`EngineOpponent` stores the path it found."""
 
-    skill: int = 0
-    """Stockfish's ``Skill Level``: 0 (weakest) to 20 (full strength)."""
+    skill: int | None = 0
+    """The engine's ``Skill Level`` option (Stockfish's: 0, weakest, to 20, full strength), or
+    None: leave the engine as it is (any UCI engine, with or without such an option)."""
 
     nodes: int | None = 100
     """Nodes searched per move (1 to 10**9), or None: no node limit."""
@@ -104,7 +105,9 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.path is not None and (not isinstance(self.path, str) or not self.path):
             raise ConfigError(f"EngineConfig.path must be None or a non-empty path, got {self.path!r}")
-        check_ints("EngineConfig", self, (("skill", 0, 20), ("max_failures", 1, 1000)))
+        check_ints("EngineConfig", self, (("max_failures", 1, 1000),))
+        if self.skill is not None:
+            check_ints("EngineConfig", self, (("skill", 0, 20),))
         if self.nodes is not None:
             check_ints("EngineConfig", self, (("nodes", 1, 10**9),))
         for name, high in (("time", 60.0), ("move_timeout", 3600.0)):
@@ -124,7 +127,7 @@ class EngineConfig:
     def describe(self) -> str:
         """The engine in words, for records and PGN: ``stockfish skill 0 nodes 100``."""
         name = re.sub(r"[^\w.+-]", "_", os.path.basename(self.path or "stockfish"))[:60] or "engine"
-        words = [name, f"skill {self.skill}"]
+        words = [name] + ([f"skill {self.skill}"] if self.skill is not None else [])
         if self.nodes is not None:
             words.append(f"nodes {self.nodes}")
         if self.time is not None:
@@ -172,7 +175,7 @@ class _Engine:
             popen = chess.engine.UciProtocol.popen(path, setpgrp=True)
             self._transport, self._protocol = self._run(popen, timeout)
             self._run(self._protocol.initialize(), timeout)
-            if "Skill Level" not in self._protocol.options:
+            if "Skill Level" in options and "Skill Level" not in self._protocol.options:
                 raise chess.engine.EngineError(f"{path} has no 'Skill Level' option, which EngineConfig.skill sets")
             known = {name: value for name, value in options.items() if name in self._protocol.options}
             self._run(self._protocol.configure(known), timeout)
@@ -269,7 +272,9 @@ class EngineOpponent(nn.Module):
         try:
             engine = self._engine[0]
             if engine is None:
-                options = {"Threads": 1, "Hash": _HASH_MB, "Skill Level": self.cfg.skill}
+                options = {"Threads": 1, "Hash": _HASH_MB}
+                if self.cfg.skill is not None:  # set only when asked: not every UCI engine has one
+                    options["Skill Level"] = self.cfg.skill
                 engine = self._engine[0] = _Engine(self.cfg.path or "", options, timeout=self._start_timeout)
             starting = False
             move = engine.play(board, self._limit, timeout=self._move_timeout)
