@@ -73,6 +73,7 @@ def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
     assert "train/ratio_mean" not in first  # cross-entropy to the targets, not the policy gradient
     for _ in range(40):
         last = trainer.train(records)
+
     def kl(metrics: dict[str, float]) -> float:  # cross-entropy less the target's own entropy
         return metrics["loss/policy"] - metrics["train/target_entropy"]
 
@@ -87,9 +88,7 @@ def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
 @pytest.mark.asyncio
 async def test_a_move_that_searches_longer_than_the_stall_timeout_is_no_stall() -> None:
     """The search beats per simulation step: a move of many steps keeps its worker alive."""
-    cfg = PlayConfig(
-        n_games=2, max_plies=2, batch_size=2, search=SearchConfig(simulations=400), samples=False
-    )
+    cfg = PlayConfig(n_games=2, max_plies=2, batch_size=2, search=SearchConfig(simulations=400), samples=False)
     async with SelfPlay(workers=1, stall_timeout=0.3, retries=0) as selfplay:
         records, stats = await selfplay.play(TinyChess(), None, cfg)
     assert ids(records) == [0, 1] and stats["retries"] == 0
