@@ -140,10 +140,15 @@ class WorkerProcess:
         return fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None and not self.killed
 
     def alive(self) -> bool:
-        """True unless the process has ended (its sentinel is readable: no race with reaping)."""
+        """True unless the process has ended (its sentinel is readable: no race with reaping)
+        or is ending: a SIGKILLed process whose threads are still being torn down closes its
+        sentinel some milliseconds after it turned zombie, and a shard sent meanwhile would be
+        charged with its death."""
         if self.process is None or self.killed:
             return False
-        return not multiprocessing.connection.wait([self.process.sentinel], timeout=0)
+        if multiprocessing.connection.wait([self.process.sentinel], timeout=0):
+            return False
+        return not _dying(self.process.pid)
 
     def submit(self, fn: Callable[[bytes], bytes], payload: bytes) -> asyncio.Future[bytes]:
         future = asyncio.get_running_loop().run_in_executor(self.executor, fn, payload)
@@ -469,6 +474,15 @@ async def _wait_exit(process: BaseProcess, *, seconds: float) -> bool:
     while process.is_alive() and time.monotonic() < deadline:  # noqa: ASYNC110 (no event for "reaped")
         await asyncio.sleep(0.005)
     return not process.is_alive()
+
+
+def _dying(pid: int | None) -> bool:
+    """True when ``pid`` is a zombie or dead (Linux's /proc; elsewhere the sentinel alone decides)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
 
 
 def signal_name(exitcode: int | None) -> str:
