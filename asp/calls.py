@@ -83,6 +83,7 @@ class Call:
         refs: tuple[WeightRef, WeightRef | None],
         *,
         priority: int,
+        offers: bool,
         log: Any,
     ) -> None:
         self.number = number
@@ -92,6 +93,8 @@ class Call:
         """Games to send a free worker at once."""
         self.model_ref, self.opp_ref = refs
         self.priority = priority
+        self.offers = offers
+        """Its running shards may be offered more of its games (:func:`asp.more_games`)."""
         self.log = log
         self.figures = CallFigures(shards=len(shards))
         self.flights = 0

@@ -83,11 +83,21 @@ class Dispatcher:
         return self._busy + sum(now - flight.dispatched for flight in self._flights.values())
 
     def open(
-        self, what: str, shards: list[Shard], target: int, refs: tuple[Any, Any], *, priority: int, log: Any
+        self,
+        what: str,
+        shards: list[Shard],
+        target: int,
+        refs: tuple[Any, Any],
+        *,
+        priority: int,
+        offers: bool,
+        log: Any,
     ) -> Call:
-        """Register a new call; its shards are dispatched from the next turn of the loop."""
+        """Register a new call; its shards are dispatched from the next turn of the loop. With
+        ``offers``, its running shards are offered its next shards as they ask for more."""
         self._numbered += 1
-        call = Call(self._numbered, what, shards, target, refs, priority=priority, log=log.bind(call=self._numbered))
+        bound = log.bind(call=self._numbered)
+        call = Call(self._numbered, what, shards, target, refs, priority=priority, offers=offers, log=bound)
         self._calls.append(call)
         self._calls.sort(key=lambda c: c.order)
         if self._task is None:
@@ -256,7 +266,7 @@ class Dispatcher:
         flight takes no more than its ``cap`` of games.
         """
         call = self._next_call()
-        if call is None:
+        if call is None or not call.offers:
             return
         flights = [f for f in self._flights.values() if f.call is call and f.slot in states and f.cancel_by is None]
         untaken = {f.slot: f.offers[states[f.slot].taken :] for f in flights}

@@ -334,7 +334,8 @@ class SelfPlay:
         try:
             self._check_open(what)
             bound = log.bind(what=what, model_version=refs[0].version, publication=refs[0].publication)
-            call: Call = self._dispatcher.open(what, shards, target, refs, priority=priority, log=bound)
+            offers = self.shard_games is None  # fixed shards: one per task, and no offers
+            call: Call = self._dispatcher.open(what, shards, target, refs, priority=priority, offers=offers, log=bound)
             try:
                 yield call
             finally:
