@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from typing import Literal, TextIO
+from typing import Literal, TextIO, cast
 
 import structlog
 from structlog.typing import EventDict
@@ -61,6 +61,18 @@ class _DropBelow:
         return event_dict
 
 
+class _Stderr:
+    """Whatever ``sys.stderr`` is when an event is written, not when logging was configured: a
+    test harness or an application that swaps standard error (and closes the old one) would
+    otherwise make every later event fail with "I/O operation on closed file"."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(
     *,
     fmt: LogFormat = "console",
@@ -103,7 +115,7 @@ def configure_logging(
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(least),
-        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(stream if stream is not None else cast(TextIO, _Stderr())),
         cache_logger_on_first_use=False,
     )
 

@@ -3,7 +3,7 @@
 Each variant is a fresh ``asp train`` (its own run directory, the same seed) run as a
 subprocess; variants alternate within each round, so drift in the machine's load hits them
 alike. Reported per variant: median wall seconds, the ratio to the first variant, the final
-score against the random mover, the workers' share of the wall time inside shards and the
+scores against the random mover and the one-ply greedy mover, the workers' share of the wall time inside shards and the
 longest event-loop stall (from metrics.jsonl; absent in asp versions without them).
 
 ``--old PATH`` adds a first variant that runs the asp checkout at PATH (``PYTHONPATH=PATH``),
@@ -30,9 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_play import cpu_model, time_random_playouts  # noqa: E402
+
 VARIANTS: dict[str, list[str]] = {
     "default": [],
     "policy only": ["--policy-only"],
+    "search 2": ["--search", "2"],
+    "search 4": ["--search", "4"],
+    "search 8": ["--search", "8"],
+    "search 16": ["--search", "16"],
     "2 workers + trainer 2 threads": ["--workers", "2", "--trainer-threads", "2"],
     "2 workers + trainer 1 thread": ["--workers", "2", "--trainer-threads", "1"],
     "1 worker + trainer 1 thread": ["--workers", "1", "--trainer-threads", "1"],
@@ -69,6 +76,7 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
     return {
         "wall": wall,
         "score": lines[-1].get("eval/score"),
+        "greedy": lines[-1].get("eval_greedy/score"),
         "busy": busy / walls if walls and "time/workers_busy" in lines[-1] else None,
         "stall": max((line["time/loop_stall_max"] for line in lines if "time/loop_stall_max" in line), default=None),
     }
@@ -90,7 +98,10 @@ def main() -> None:
         metavar="NAME",
         help=f"variants to run, in this order (default the first three; all: {', '.join(map(repr, VARIANTS))})",
     )
+    parser.add_argument("--extra", default="", help="more asp train options for every variant, as one string")
     args = parser.parse_args()
+    _, plies, seconds = time_random_playouts(3.0, 200, 0)
+    print(f"python-chess random playouts: {plies / seconds:,.0f} plies/s on one core of {cpu_model()}", flush=True)
     variants: list[tuple[str, list[str], str | None]] = []
     if args.old:
         variants.append((f"old ({args.old})", [], args.old))
@@ -99,7 +110,7 @@ def main() -> None:
     for round_ in range(args.runs):
         for number, (name, extra, path) in enumerate(variants):
             keep = None if args.keep is None else Path(args.keep) / f"{number}-{round_ + 1}"
-            result = run_once(extra, args.iterations, path, keep)
+            result = run_once([*extra, *args.extra.split()], args.iterations, path, keep)
             results[name].append(result)
             print(f"run {round_ + 1}: {name}: {result['wall']:.1f} s  {describe(result)}", flush=True)
     base = statistics.median(r["wall"] for r in results[variants[0][0]])
@@ -111,13 +122,15 @@ def main() -> None:
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs that report it (None where none does)."""
-    keys = ("wall", "score", "busy", "stall")
+    keys = ("wall", "score", "greedy", "busy", "stall")
     known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
     return {key: statistics.median(values) if values else None for key, values in known.items()}
 
 
 def describe(result: dict[str, Any]) -> str:
     score = "n/a" if result["score"] is None else f"{result['score']:.3f}"
+    if result.get("greedy") is not None:
+        score += f"  vs greedy {result['greedy']:.3f}"
     busy = "n/a" if result["busy"] is None else f"{result['busy']:.1%}"
     stall = "n/a" if result["stall"] is None else f"{result['stall'] * 1000:.0f} ms"
     return f"score {score}  workers playing {busy}  longest loop stall {stall}"

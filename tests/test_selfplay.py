@@ -431,7 +431,8 @@ async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, childre
             async for shard in shards:
                 assert shard.n_games == 1
                 break
-        assert len(events(logs[mark:], "shard_cancelled")) == 1
+        # the workers stay busy while the caller reads a result: the freed one took the next shard
+        assert 1 <= len(events(logs[mark:], "shard_cancelled")) <= 2
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3] and stats["respawns"] == 0
         assert children() == workers
