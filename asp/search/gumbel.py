@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from asp.errors import ConfigError, check_ints
-from asp.search.qvalues import completed_q, sigma, softmax
+from asp.search.qvalues import improved_logits, softmax
 from asp.search.seq_halving import considered_visits
 
 __all__ = ["Expansion", "SearchConfig", "SearchGame", "SearchResult", "search"]
@@ -132,12 +132,11 @@ class _Node(Generic[State]):
         self.child_total = [0.0] * n
         """Sum of the children's backed-up values, for the side to move here."""
 
-    def improved_logits(self, cfg: SearchConfig) -> list[float]:
-        visits = self.child_visits
-        q = [t / n if n else 0.0 for t, n in zip(self.child_total, visits, strict=True)]
-        completed = completed_q(q, visits, prior=self.prior, value=self.value)
-        scaled = sigma(completed, visits, c_visit=cfg.c_visit, c_scale=cfg.c_scale)
-        return [logit + s for logit, s in zip(self.logits, scaled, strict=True)]
+    def improved_logits(self, cfg: SearchConfig) -> Sequence[float]:
+        return improved_logits(
+            self.logits, self.prior, self.value, self.child_total, self.child_visits, c_visit=cfg.c_visit,
+            c_scale=cfg.c_scale,
+        )  # fmt: skip
 
     def interior_action(self, cfg: SearchConfig) -> int:
         """The position (in ``expansion.actions``) of the paper's deterministic selection below the root."""
@@ -158,7 +157,7 @@ class _Root(Generic[State]):
         self.considered = ranked[: min(cfg.considered, n)]
         self.schedule = considered_visits(len(self.considered), cfg.simulations)
 
-    def scores(self, logits: list[float], visit_count: int | None) -> dict[int, float]:
+    def scores(self, logits: Sequence[float], visit_count: int | None) -> dict[int, float]:
         """``g + logits + sigma(q)`` of the considered actions (with ``visit_count`` visits, if given)."""
         visits = self.node.child_visits
         return {
