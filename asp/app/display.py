@@ -79,6 +79,8 @@ class TrainDisplay:
             )
             if "eval/score" in fields:
                 text += f", score vs random {fields['eval/score']:.3f} (Elo {fields['eval/elo']:+.0f})"
+            if "eval_greedy/score" in fields:
+                text += f", vs greedy {fields['eval_greedy/score']:.3f}"
             if "eval_sf/score" in fields:
                 engine, score, elo = fields["eval_sf/engine"], fields["eval_sf/score"], fields["eval_sf/elo"]
                 text += f", vs {engine} {score:.3f} (Elo {elo:+.0f})"

@@ -276,10 +276,12 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
             )
         return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
     final = history[-1] if history else {}
-    score = final.get("eval/score")
+    score, greedy = final.get("eval/score"), final.get("eval_greedy/score")
     print(  # noqa: T201 (the command line's own output, as in cli.py)
         f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
-        f"{'n/a' if score is None else f'{score:.3f}'}; {_time_summary(history)}; curves: {run.curves}"
+        f"{'n/a' if score is None else f'{score:.3f}'}"
+        + ("" if greedy is None else f", against the greedy mover: {greedy:.3f}")
+        + f"; {_time_summary(history)}; curves: {run.curves}"
     )
     return 0
 
