@@ -321,7 +321,7 @@ class Dispatcher:
         if exc is None and not fut.cancelled():
             out = fut.result()
             self._idle_deaths[flight.slot] = 0
-            self._busy += out.seconds
+            self._busy += time.monotonic() - flight.dispatched  # as counted while it ran: never less
             if call.ended:
                 return  # its caller left: nothing of it is kept
             played = flight.played(out.offers_taken)

@@ -176,11 +176,11 @@ class SelfPlay:
         """Seconds the workers have spent inside shards, summed over workers, since this
         SelfPlay started (every call: play, stream, evaluation...), up to now.
 
-        A shard whose result came counts the seconds its worker measured; one still running,
-        the seconds since it was sent; one that failed, was given up on or was cancelled, the
-        seconds from its sending to its end. So the figure grows while shards run, and the
-        difference between two readings is the busy time between them (within a few
-        milliseconds of sending and returning), not the time of the shards that ended there.
+        A shard counts the seconds from its sending to its end (its result settled, or its
+        failure, give-up or cancellation), and one still running the seconds since it was
+        sent: the time its worker's slot was taken. So the figure only grows, and the
+        difference between two readings is the busy time between them, not the time of the
+        shards that ended there.
         """
         return self._dispatcher.busy_seconds
 

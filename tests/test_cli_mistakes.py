@@ -164,7 +164,7 @@ CASES = {
     "show --out a directory under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/x/"), ("--out",)),
     # asp train: the run directory
     "train --run-dir FILE": Case(("train", "--run-dir", "{tmp}/mate.pgn", "--no-progress"), ("not a directory",)),
-    "train --run-dir under /proc": Case(("train", "--run-dir", "/proc/asp-run", "--no-progress"), ("cannot be",)),
+    "train --run-dir under /proc": Case(("train", "--run-dir", "/proc/asp-run", "--no-progress"), ("cannot",)),
     "train --resume a directory it cannot write": Case(("train", "--resume", "/proc", "--no-progress"), ("/proc",)),
     "train --resume a run whose lock file is a directory": Case(
         RESUME, ("run directory", "cannot be written"), spoiled_run(lock_a_directory)

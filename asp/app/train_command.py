@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
+from asp.app.outputs import check_output_directory
 from asp.errors import ConfigError
 from asp.log import configure_logging
 
@@ -131,7 +132,7 @@ def train_command(args: argparse.Namespace) -> int:
             raise RunError(f"{run.path}: no run directory to resume")
     else:
         run = RunDir(args.run_dir or Path("runs") / args.name)
-        _make_run_dir(run.path)
+        check_output_directory("--run-dir", run.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
     lock = RunLock(run.path)
     try:
@@ -142,18 +143,6 @@ def train_command(args: argparse.Namespace) -> int:
         return _train_locked(args, run, cfg, changes)
     finally:
         lock.release()
-
-
-def _make_run_dir(path: Path) -> None:
-    """Create the run directory of a new run; RunError when it cannot be one."""
-    from asp.app.run import RunError
-
-    if path.exists() and not path.is_dir():
-        raise RunError(f"--run-dir {path} is not a directory")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise RunError(f"--run-dir {path} cannot be created: {e.strerror or e}") from None
 
 
 def _check_run_files(run: RunDir) -> None:
