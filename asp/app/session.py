@@ -71,12 +71,7 @@ async def evaluate_vs_random(
     selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
 ) -> dict[str, Any]:
     """Score of ``model`` against a uniformly random mover over ``cfg.eval_games`` games."""
-    records, stats = await selfplay.play(model, RandomMover(), cfg.eval_cfg(version), priority=EVAL_PRIORITY)
-    return {
-        **_match_metrics("eval", match_result_of(records)),
-        "eval/endings": endings(records),
-        "eval/seconds": stats["seconds"],
-    }
+    return await _evaluate(selfplay, model, RandomMover(), cfg.eval_cfg(version), "eval")
 
 
 async def evaluate_vs_greedy(
@@ -84,11 +79,18 @@ async def evaluate_vs_greedy(
 ) -> dict[str, Any]:
     """Score of ``model`` against the one-ply material-greedy mover over ``cfg.eval_games``
     games from the bundled openings, each with both colours: ``eval_greedy/...`` metrics."""
-    records, stats = await selfplay.play(model, GreedyMover(), cfg.engine_eval_cfg(version), priority=EVAL_PRIORITY)
+    return await _evaluate(selfplay, model, GreedyMover(), cfg.engine_eval_cfg(version), "eval_greedy")
+
+
+async def _evaluate(
+    selfplay: SelfPlay, model: torch.nn.Module, opponent: torch.nn.Module, play_cfg: Any, prefix: str
+) -> dict[str, Any]:
+    """A match of ``model`` against ``opponent``: its ``prefix/...`` score, endings and seconds."""
+    records, stats = await selfplay.play(model, opponent, play_cfg, priority=EVAL_PRIORITY)
     return {
-        **_match_metrics("eval_greedy", match_result_of(records)),
-        "eval_greedy/endings": endings(records),
-        "eval_greedy/seconds": stats["seconds"],
+        **_match_metrics(prefix, match_result_of(records)),
+        f"{prefix}/endings": endings(records),
+        f"{prefix}/seconds": stats["seconds"],
     }
 
 
