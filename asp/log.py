@@ -25,7 +25,9 @@ from asp.errors import ConfigError
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "configure_logging", "log_settings", "quiet_unless_configured"]
 
 LOG_FORMATS = ("console", "json")
+"""The formats :func:`configure_logging` takes: console lines, or one JSON object a line."""
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+"""The levels :func:`configure_logging` takes, from the most verbose."""
 
 LogFormat = Literal["console", "json"]
 

@@ -30,6 +30,7 @@ from asp.errors import AspError
 __all__ = ["LOCK_FILE", "RunDirInUse", "RunLock"]
 
 LOCK_FILE = ".lock"
+"""The lock's file name inside the run directory; it holds the owner's pid."""
 
 
 class RunDirInUse(AspError):

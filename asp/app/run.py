@@ -52,6 +52,7 @@ __all__ = [
 ]
 
 CHECKPOINT = "checkpoint.pt"
+"""The checkpoint's file name inside the run directory."""
 FORMAT = "asp-tinychess-run"
 FORMAT_VERSION = 2
 """2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""

@@ -35,6 +35,7 @@ __all__ = ["EXIT_INTERRUPTED", "engine_from_options", "train_command", "train_co
 
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
+"""The exit status of ``asp train`` stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 _TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
@@ -68,6 +69,10 @@ def engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
 
 
 def train_config(args: argparse.Namespace) -> Any:
+    """The run's config from ``asp train``'s options, and the fields the options changed.
+
+    :raises ConfigError: for an option out of its range, named as the option.
+    """
     from asp.app.run import RunConfig
     from asp.tinychess.model import ModelConfig
     from asp.tinychess.train import TrainConfig
