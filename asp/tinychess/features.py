@@ -30,8 +30,11 @@ import torch
 __all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards", "pack_boards", "unpack_boards"]
 
 N_PLANES = 15
+"""Planes of 64 squares in a board's encoding."""
 N_SCALARS = 7
+"""Scalars after the planes: castling rights, the half-move clock, two repetition flags."""
 N_FEATURES = N_PLANES * 64 + N_SCALARS
+"""Numbers per encoded board: the width of :func:`encode_boards`' output."""
 
 # Bits of a packed board's flags (column 0 of pack_boards' second array).
 _MOVER_K, _MOVER_Q, _OPP_K, _OPP_Q, _SEEN_ONCE, _SEEN_TWICE = (1 << i for i in range(6))
