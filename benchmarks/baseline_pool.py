@@ -10,10 +10,10 @@
 * then ONE equal, contiguous shard of the games per worker: ``pool.map(play_shard, shards)``.
 
 Nothing guarantees that the broadcast reaches every worker: one worker can take two of the
-``set_weights`` tasks and another none (asp's DESIGN.md, point 5). The class does not hide
-that: :meth:`BaselinePool.set_weights` returns the pids that loaded the weights, and every
-shard reports the version its worker held, so a stale shard shows up in
-:attr:`BaselineResult.stale_shards`.
+``set_weights`` tasks and another none (docs/design.md, "What asp does about them", point 5).
+The class does not hide that: :meth:`BaselinePool.set_weights` returns the pids that loaded
+the weights, and every shard reports the version its worker held, so a stale shard shows up
+in :attr:`BaselineResult.stale_shards`.
 
 :func:`play_uneven` is a module-level ``play_fn(model, opp, cfg)`` (usable by asp's
 ``SelfPlay`` and by :class:`BaselinePool`) whose game lengths are very uneven and clustered by
