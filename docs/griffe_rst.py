@@ -9,7 +9,8 @@ itself (``docstring_style: sphinx``), and two things it leaves as text:
   that no public page documents is a broken link, which ``mkdocs build --strict`` reports;
   a name outside asp (``asyncio.TaskGroup``) stays code;
 * doctest blocks (``>>>`` lines and their output) become fenced ``pycon`` code, which
-  Markdown would otherwise read as nested block quotes.
+  Markdown would otherwise read as nested block quotes, and literal blocks (``text::`` and
+  an indented block) fenced text.
 """
 
 from __future__ import annotations
@@ -75,13 +76,37 @@ def _is_documented(pkg: griffe.Module, path: str) -> bool:
     return True
 
 
-def _doctests(text: str) -> str:
-    """Fence every doctest block (``>>>`` up to a blank line or a dedent) as ``pycon``."""
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _blocks(text: str) -> str:
+    """Fence every doctest block (``>>>`` up to a blank line or a dedent) as ``pycon``, and
+    every reST literal block (a paragraph ending in ``::``, then lines indented deeper) as text."""
     out: list[str] = []
     lines = text.split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
+        if line.rstrip().endswith("::"):
+            start = i + 1
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+            if start < len(lines) and _indent(lines[start]) > _indent(line):
+                head = line.rstrip()[:-2].rstrip()
+                if head.strip():
+                    out.append(head + ":")
+                end = start
+                while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > _indent(line)):
+                    end += 1
+                while not lines[end - 1].strip():
+                    end -= 1
+                block = lines[start:end]
+                depth = min(_indent(b) for b in block if b.strip())
+                pad = " " * _indent(line)
+                out += ["", f"{pad}```text", *(pad + b[depth:] for b in block), f"{pad}```"]
+                i = end
+                continue
         if line.lstrip().startswith(">>>"):
             indent = line[: len(line) - len(line.lstrip())]
             block = []
@@ -111,7 +136,7 @@ class RstToMarkdown(griffe.Extension):
                     return f"`{shown}`"
                 return f"[`{shown}`][{target}]"
 
-            obj.docstring.value = _doctests(ROLE.sub(link, obj.docstring.value))
+            obj.docstring.value = _blocks(ROLE.sub(link, obj.docstring.value))
 
 
 def _member_exists(pkg: griffe.Module, path: str) -> bool:
