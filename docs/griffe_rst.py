@@ -11,14 +11,20 @@ itself (``docstring_style: sphinx``), and two things it leaves as text:
 * doctest blocks (``>>>`` lines and their output) become fenced ``pycon`` code, which
   Markdown would otherwise read as nested block quotes, and literal blocks (``text::`` and
   an indented block) fenced text.
+
+It also warns (so that ``mkdocs build --strict`` fails) about every name in a module's
+``__all__`` that has no docstring, except those listed in its ``undocumented`` option.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 import griffe
+
+log = logging.getLogger("mkdocs.plugins.griffe_rst")  # a warning here fails a strict build
 
 ROLE = re.compile(r":(?:py:)?(?:class|func|mod|meth|attr|data|exc|obj):`(~?)([^`<>]+?)`")
 
@@ -121,9 +127,19 @@ def _blocks(text: str) -> str:
 
 
 class RstToMarkdown(griffe.Extension):
-    """Rewrites every docstring of the package once it is loaded (see the module docstring)."""
+    """Rewrites every docstring of the package once it is loaded (see the module docstring).
+
+    :param undocumented: dotted names of public objects known to lack a docstring, not warned about.
+    """
+
+    def __init__(self, undocumented: list[str] | None = None) -> None:
+        super().__init__()
+        self.undocumented = set(undocumented or ())
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        for module in _walk(pkg):
+            if module.is_module:
+                self._check_exports(module)
         for obj in _walk(pkg):
             if obj.docstring is None:
                 continue
@@ -137,6 +153,15 @@ class RstToMarkdown(griffe.Extension):
                 return f"[`{shown}`][{target}]"
 
             obj.docstring.value = _blocks(ROLE.sub(link, obj.docstring.value))
+
+    def _check_exports(self, module: griffe.Module) -> None:
+        """Warn about each name of ``module.__all__`` that is missing, or defined there with no docstring."""
+        for name in map(str, module.exports or ()):
+            member = module.members.get(name)
+            if member is None:
+                log.warning("%s.__all__ names %s, which it does not define", module.path, name)
+            elif not member.is_alias and not member.docstring and member.path not in self.undocumented:
+                log.warning("%s is in __all__ but has no docstring", member.path)
 
 
 def _member_exists(pkg: griffe.Module, path: str) -> bool:
