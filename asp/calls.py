@@ -1,10 +1,10 @@
-"""One call on a SelfPlay (a ``play`` or a ``stream``), and one task of it in a worker.
+"""One call on a SelfPlay (a ``play`` or a ``stream``), and what it yields.
 
 A :class:`Call` owns its queue of shards, its results, its counters and its logger; the
-dispatcher (:mod:`asp.dispatch`) hands its shards to free workers as :class:`Flight` s and
-puts what comes back into its results, where the caller's task reads them. Calls do not
-wait for one another: they share the workers, the first come (or the highest priority)
-first served.
+dispatcher (:mod:`asp.dispatch`) hands its shards to free workers as flights
+(:mod:`asp.flights`), which put what comes back into its results, where the caller's task
+reads them. Calls do not wait for one another: they share the workers, the first come (or
+the highest priority) first served.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.backends.base import SlotState
-from asp.progress import IDLE
 from asp.shards import Shard
 from asp.weights import WeightRef
 
-__all__ = ["Call", "CallFigures", "Flight", "ShardResult"]
+__all__ = ["Call", "CallFigures", "ShardResult"]
 
 
 @dataclass(frozen=True)
@@ -142,42 +140,3 @@ class Call:
         if item is _DONE:
             self._results.put_nowait(item)
         return item
-
-
-@dataclass
-class Flight:
-    """What one slot's worker runs for a call: one task of contiguous shards, plus the offers it took."""
-
-    call: Call
-    shards: list[Shard]
-    """The shards the task was sent with (contiguous game ids)."""
-    slot: int
-    future: asyncio.Future[Any]
-    pid: int | None
-    dispatched: float
-    cap: int
-    """Games this flight may hold in all (offers stop there)."""
-    offers: list[Shard] = field(default_factory=list)
-    """Shards offered to it while it runs, in order; it took the first ``state.taken``."""
-    state: SlotState = SlotState(IDLE, 0, None)
-    moved: float | None = None
-    """When the counter last moved; None until the worker has started the shard."""
-    taken_seen: int = 0
-    """Offers it had taken at the last top-up (their rate sizes the reserve)."""
-    cancel_by: float | None = None
-    """Once cancelled: when its worker is killed if the shard has not stopped by itself."""
-
-    @property
-    def games(self) -> int:
-        return sum(s.games for s in self.shards + self.offers)
-
-    @property
-    def lead(self) -> Shard:
-        return self.shards[0]
-
-    def played(self, taken: int) -> list[Shard]:
-        """Its shards and the first ``taken`` offers: what its result holds, or what it lost."""
-        return self.shards + self.offers[:taken]
-
-    def describe(self) -> dict[str, Any]:
-        return {"shard": self.lead.index, "shards": len(self.shards), "attempt": max(s.attempt for s in self.shards)}

@@ -4,19 +4,15 @@ Each call (:class:`~asp.calls.Call`) keeps its queue of shards here, in the pare
 hands a free worker the next shards of the first call in dispatch order (the highest
 priority, then the first come) that has any, so calls never wait for one another while a
 worker is free, and a call made inside another (a ``play`` inside a ``stream``, in any task)
-simply shares the workers. For every running shard the loop keeps its call's guarantees:
+simply shares the workers. Each turn of the loop:
 
-* deadlines: a worker whose progress counter stops moving for ``stall_timeout`` seconds is
-  stalled: its Python stack is logged, it is killed and replaced, and its shards run again;
-  one that does not begin a shard within ``start_timeout`` is treated alike;
-* retries: a shard whose run raised, stalled or lost its worker is queued again, at most
-  ``retries`` times, then its call fails with :class:`~asp.errors.ShardFailed`; the other
-  calls go on;
-* exactly once: every result is checked against the game ids of the shards it holds;
+* replaces lost workers at once, so that they start while the others play;
+* sends every free slot whose worker is ready the next shards of the first waiting call;
+* settles the flights that finished, and checks the deadlines of the others
+  (:mod:`asp.flights`: exactly once, retries, stalls, cancellation);
 * offers: a worker that asks for more games (:func:`asp.more_games`) is offered the next
   shards of its call while no call ahead of it waits;
-* cancellation: a call whose caller left has its running shards cancelled, and their
-  workers killed after ``cancel_grace`` seconds if they do not stop.
+* ends the calls that have everything, and cancels the running shards of those whose caller left.
 """
 
 from __future__ import annotations
@@ -25,16 +21,16 @@ import asyncio
 import dataclasses
 import math
 import time
-import traceback
 from typing import Any
 
 import structlog
 
 from asp import progress
-from asp.backends.base import Backend, SlotState, UnreadableResult, WorkerLost, remote_traceback
-from asp.calls import Call, Flight, ShardResult
-from asp.errors import AspError, ConfigError, ShardCancelled, ShardFailed
-from asp.shards import Shard, id_mismatch, take_batch
+from asp.backends.base import Backend, SlotState, WorkerLost
+from asp.calls import Call
+from asp.errors import AspError, ConfigError
+from asp.flights import Flight, Flights
+from asp.shards import Shard, take_batch
 from asp.shield import finish
 from asp.worker import ShardTask
 
@@ -62,14 +58,15 @@ class Dispatcher:
         self.backend = backend
         self.workers = backend.workers
         self.play_fn = play_fn
-        self.retries = retries
-        self.stall_timeout = stall_timeout
-        self.start_timeout = start_timeout
-        self.cancel_grace = cancel_grace
         self._calls: list[Call] = []
-        self._flights: dict[int, Flight] = {}
+        self._flights = Flights(
+            backend,
+            retries=retries,
+            stall_timeout=stall_timeout,
+            start_timeout=start_timeout,
+            cancel_grace=cancel_grace,
+        )
         self._idle_deaths = [0] * self.workers
-        self._busy = 0.0
         self._numbered = 0
         self._poke: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -79,8 +76,7 @@ class Dispatcher:
     @property
     def busy_seconds(self) -> float:
         """Seconds the workers have spent inside shards, up to now (see :attr:`SelfPlay.busy_seconds`)."""
-        now = time.monotonic()
-        return self._busy + sum(now - flight.dispatched for flight in self._flights.values())
+        return self._flights.busy_seconds
 
     def open(
         self,
@@ -117,9 +113,7 @@ class Dispatcher:
             await finish(call.drained.wait())
         finally:
             if not call.drained.is_set():
-                for flight in self._flights.values():
-                    if flight.call is call and not flight.future.done():
-                        self.backend.kill_now(flight.slot)
+                self._flights.kill_now(call)
 
     async def close(self, error: BaseException) -> None:
         """Stop the loop; every open call ends with ``error`` (its workers are the backend's to stop)."""
@@ -129,9 +123,7 @@ class Dispatcher:
         if task is not None:
             task.cancel()
             await asyncio.wait({task})
-        for flight in self._flights.values():
-            self._busy += time.monotonic() - flight.dispatched
-        self._flights.clear()
+        self._flights.abandon()
         for call in self._calls:
             call.drained.set()
         self._calls.clear()
@@ -168,7 +160,7 @@ class Dispatcher:
     async def _turn(self, looked: float) -> float:
         self._replace_lost()
         await self._dispatch()
-        waits: list[asyncio.Future[Any]] = [f.future for f in self._flights.values()]
+        waits: list[asyncio.Future[Any]] = [f.future for f in self._flights]
         waits += self.backend.starting()
         assert self._poke is not None
         waits.append(self._poke)
@@ -177,17 +169,12 @@ class Dispatcher:
             await self.backend.check_starts()
         except Exception as exc:  # the running shards are still settled, and cancelled ones killed
             self._fail_all(exc)
-        for flight in [f for f in self._flights.values() if f.future.done()]:
-            del self._flights[flight.slot]
-            flight.call.flights -= 1
-            try:
-                await self._settle(flight)
-            except Exception as exc:  # ShardFailed, or a result that breaks its call's contract
-                flight.call.fail(exc)
+        for slot in await self._flights.settle_finished():
+            self._idle_deaths[slot] = 0
         if time.monotonic() - looked >= _TICK:  # deadlines need no closer look than this
             looked = time.monotonic()
-            states = await self.backend.states(list(self._flights))
-            await self._check_deadlines(states)
+            states = await self.backend.states(self._flights.slots())
+            await self._flights.check_deadlines(states)
             self._offer(states)
         return looked
 
@@ -200,11 +187,7 @@ class Dispatcher:
             if call.ended and call.flights == 0:
                 self._calls.remove(call)
                 call.drained.set()
-        for flight in self._flights.values():
-            if flight.call.ended and flight.cancel_by is None:
-                flight.cancel_by = time.monotonic() + self.cancel_grace
-                self.backend.cancel(flight.slot)
-                flight.call.log.info("shard_cancelled", **flight.describe(), pid=flight.pid)
+        self._flights.cancel_ended()
 
     def _next_call(self) -> Call | None:
         return next((call for call in self._calls if call.queue and not call.ended), None)
@@ -237,10 +220,7 @@ class Dispatcher:
             except ConfigError as exc:  # the task does not pickle: the caller's mistake
                 call.fail(exc)
                 continue
-            self._flights[slot] = Flight(
-                call, shards, slot, future, backend.pid(slot), time.monotonic(), 4 * call.target
-            )
-            call.flights += 1
+            self._flights.add(Flight(call, shards, slot, future, backend.pid(slot), time.monotonic(), 4 * call.target))
             call.log.debug(
                 "shard_dispatched",
                 shard=lead.index,
@@ -268,7 +248,7 @@ class Dispatcher:
         call = self._next_call()
         if call is None or not call.offers:
             return
-        flights = [f for f in self._flights.values() if f.call is call and f.slot in states and f.cancel_by is None]
+        flights = [f for f in self._flights if f.call is call and f.slot in states and f.cancel_by is None]
         untaken = {f.slot: f.offers[states[f.slot].taken :] for f in flights}
         waiting = sum(s.games for s in call.queue) + sum(s.games for u in untaken.values() for s in u)
         share = math.ceil(waiting / self.workers)
@@ -311,175 +291,3 @@ class Dispatcher:
                 f"the worker of slot {slot} died {deaths} times in a row without a shard "
                 f"(last: {exit}); see the workers' stderr"
             )
-
-    # -- a flight's end -----------------------------------------------------------------------
-
-    async def _settle(self, flight: Flight) -> None:
-        """A finished flight: its result to its call, or a retry (ShardFailed when none is left)."""
-        call, fut = flight.call, flight.future
-        exc = None if fut.cancelled() else fut.exception()
-        if exc is None and not fut.cancelled():
-            out = fut.result()
-            self._idle_deaths[flight.slot] = 0
-            self._busy += time.monotonic() - flight.dispatched  # as counted while it ran: never less
-            if call.ended:
-                return  # its caller left: nothing of it is kept
-            played = flight.played(out.offers_taken)
-            call.queue.extendleft(reversed(flight.offers[out.offers_taken :]))  # offered, never taken
-            wrong = id_mismatch((record.game_id for record in out.records), played)
-            if wrong is not None:
-                first, last = played[0].first_game, played[-1].first_game + played[-1].games - 1
-                raise AspError(
-                    f"{call.what}: shard {flight.lead.index}: the play_fn's games do not match the ids of "
-                    f"the games it was given ({first}..{last}): {wrong}"
-                )
-            games = sum(s.games for s in played)
-            call.log.info(
-                "shard_done",
-                **flight.describe(),
-                offers_taken=out.offers_taken,
-                pid=out.pid,
-                games=games,
-                seconds=round(out.seconds, 3),
-                plies=out.stats.get("plies"),
-            )
-            lead = flight.lead
-            shards = tuple(sorted(s.index for s in played))
-            attempt = max(s.attempt for s in played)
-            call.deliver(
-                ShardResult(
-                    out.records,
-                    out.stats,
-                    lead.index,
-                    attempt,
-                    out.pid,
-                    out.seconds,
-                    lead.first_game,
-                    games,
-                    out.node,
-                    shards,
-                )  # fmt: skip
-            )
-            return
-        self._busy += time.monotonic() - flight.dispatched
-        if call.ended:
-            await self._settle_cancelled(flight, exc)
-            return
-        taken = await self._taken(flight)
-        if isinstance(exc, UnreadableResult):
-            self._retry(flight, taken, str(exc), "".join(traceback.format_exception(exc)))
-        elif isinstance(exc, WorkerLost):
-            call.log.warning(
-                "worker_died",
-                pid=exc.pid,
-                exit=exc.exit,
-                slot=flight.slot,
-                **flight.describe(),
-                started_shard=exc.started_shard,
-                cause=exc.cause,
-            )
-            await self.backend.kill(flight.slot, "worker died")
-            self._retry(flight, taken, exc.reason, exc.cause or exc.reason)
-        else:
-            assert exc is not None
-            self._retry(flight, taken, f"play_fn raised {exc!r}", remote_traceback(exc))
-
-    async def _settle_cancelled(self, flight: Flight, exc: BaseException | None) -> None:
-        if isinstance(exc, WorkerLost):
-            await self.backend.kill(flight.slot, "worker died")
-        elif exc is not None and not isinstance(exc, ShardCancelled):
-            flight.call.log.info("cancelled_shard_raised", shard=flight.lead.index, error=repr(exc))
-
-    async def _taken(self, flight: Flight) -> int:
-        """How many offers a flight that failed had taken (the last word of its worker)."""
-        state = (await self.backend.states([flight.slot])).get(flight.slot)
-        return max(flight.state.taken, state.taken if state is not None else 0)
-
-    async def _check_deadlines(self, states: dict[int, SlotState]) -> None:
-        """Kill the workers of stalled flights, of flights never started, and of cancelled ones past their grace."""
-        now = time.monotonic()
-        for flight in list(self._flights.values()):
-            if flight.future.done():
-                continue  # settled at the next turn of the loop
-            if flight.cancel_by is not None:
-                if now > flight.cancel_by:
-                    self._drop(flight)  # settled here: its kill must not be taken for a later worker's death
-                    await self.backend.kill(flight.slot, "cancelled shard did not stop within the grace period")
-                continue
-            state = states.get(flight.slot, flight.state)  # no answer: the counter did not move
-            if state.phase == progress.IDLE and flight.moved is None:
-                if now - flight.dispatched > self.start_timeout:
-                    await self._give_up_on(flight, "not_started")
-                continue
-            if flight.pid is None:
-                flight.pid = state.pid
-            if state.phase == progress.RETURNING:
-                flight.state = state
-                continue  # pickling and sending a result is not a stall, however large it is
-            if flight.moved is None or state.plies != flight.state.plies:
-                flight.state, flight.moved = state, now
-            elif self.stall_timeout is not None and now - flight.moved > self.stall_timeout:
-                await self._give_up_on(flight, "stalled")
-
-    def _drop(self, flight: Flight) -> None:
-        """Forget a flight whose worker is about to be killed: it ends here, busy until now."""
-        del self._flights[flight.slot]
-        flight.call.flights -= 1
-        self._busy += time.monotonic() - flight.dispatched
-
-    async def _give_up_on(self, flight: Flight, overdue: str) -> None:
-        call, pid = flight.call, flight.pid
-        self._drop(flight)
-        if overdue == "stalled":
-            assert flight.moved is not None
-            idle = time.monotonic() - flight.moved
-            stack = await self.backend.stack(flight.slot)
-            call.log.error(
-                "worker_stalled",
-                pid=pid,
-                slot=flight.slot,
-                **flight.describe(),
-                seconds_without_progress=round(idle, 2),
-                plies=flight.state.plies,
-                stack=stack,
-            )
-            reason, details = f"worker {pid} stalled: no progress for {idle:.1f} s", stack
-        else:
-            waited = time.monotonic() - flight.dispatched
-            call.log.error(
-                "shard_not_started", pid=pid, slot=flight.slot, **flight.describe(), seconds=round(waited, 2)
-            )
-            reason = f"worker {pid} did not start the shard within start_timeout={self.start_timeout} s"
-            details = reason
-        taken = await self._taken(flight)
-        await self.backend.kill(flight.slot, reason)
-        try:
-            self._retry(flight, taken, reason, details)
-        except ShardFailed as exc:
-            call.fail(exc)
-
-    def _retry(self, flight: Flight, taken: int, reason: str, details: str) -> None:
-        """Queue a failed flight's shards again (one attempt more each), or raise ShardFailed.
-
-        Its shards and the offers it took count as attempted; offers it had not taken go back
-        as they were."""
-        call = flight.call
-        lost = flight.played(taken)
-        worst = max(lost, key=lambda s: s.attempt)
-        if worst.attempt >= self.retries:
-            call.log.error(
-                "shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason, traceback=details
-            )
-            raise ShardFailed(worst.index, worst.attempt + 1, reason, details)
-        call.log.warning(
-            "shard_retried",
-            shard=flight.lead.index,
-            shards=[s.index for s in lost],
-            attempt=worst.attempt,
-            reason=reason,
-            traceback=details,
-        )
-        for shard in lost:
-            shard.attempt += 1
-        call.figures.retries += 1
-        call.queue.extendleft(reversed(lost + flight.offers[taken:]))

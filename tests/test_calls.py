@@ -167,7 +167,7 @@ async def test_eight_calls_from_eight_tasks_each_get_every_game_once(pool: SelfP
         if task in doomed and isinstance(result, asyncio.CancelledError):
             continue
         assert result == list(range(1000 * i, 1000 * i + 5)), (i, result)
-    assert pool._dispatcher._calls == [] and pool._dispatcher._flights == {}
+    assert pool._dispatcher._calls == [] and not pool._dispatcher._flights
 
 
 @dataclass(frozen=True)
@@ -225,7 +225,7 @@ async def scenario(selfplay: SelfPlay, planned: list[Planned], kill_at: float | 
         if plan.cancel_after is not None and isinstance(result, asyncio.CancelledError):
             continue
         assert result == list(range(100 * i, 100 * i + plan.n_games)), (i, plan, result)
-    assert selfplay._dispatcher._calls == [] and selfplay._dispatcher._flights == {}
+    assert selfplay._dispatcher._calls == [] and not selfplay._dispatcher._flights
 
 
 @pytest.mark.timeout(600)
