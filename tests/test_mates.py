@@ -1,4 +1,4 @@
-"""mating_moves: exactly the legal moves after which python-chess sees checkmate."""
+"""mating_moves and mates_in_one: exactly the legal moves after which python-chess sees checkmate."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 import chess
 import pytest
 
-from asp.tinychess.mates import mating_moves
+from asp.tinychess.mates import mates_in_one, mating_moves
 
 
 def _every_move_tried(board: chess.Board) -> list[int]:
@@ -23,7 +23,9 @@ def _every_move_tried(board: chess.Board) -> list[int]:
 def _mates(fen: str) -> list[str]:
     board = chess.Board(fen)
     legal = list(board.legal_moves)
-    return sorted(legal[i].uci() for i in mating_moves(board, legal))
+    found = sorted(legal[i].uci() for i in mating_moves(board, legal))
+    assert sorted(m.uci() for m in mates_in_one(board)) == found
+    return found
 
 
 @pytest.mark.parametrize(
@@ -60,6 +62,7 @@ def test_the_mates_of_boards_from_random_games_are_those_of_trying_every_move() 
                 break
             mates = _every_move_tried(board)
             assert mating_moves(board, legal) == mates, board.fen()
+            assert sorted(legal.index(m) for m in mates_in_one(board)) == mates, board.fen()
             boards_with_mates += bool(mates)
             board.push(rng.choice(legal))
     assert boards_with_mates > 20  # the comparison met mates, not only their absence

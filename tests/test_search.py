@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 
 from asp.errors import ConfigError
-from asp.search import Expansion, SearchConfig, SearchResult, search
+from asp.search import SearchConfig, SearchResult, Status, search
 from asp.search.seq_halving import considered_visits
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
@@ -41,25 +41,25 @@ class TicTacToe:
     def __init__(self) -> None:
         self.calls: list[int] = []
 
-    def expand(self, state: Board) -> Expansion:
+    def status(self, state: Board) -> Status:
         if won(state.cells, 3 - state.mover):
-            return Expansion((), value=-1.0)
-        actions = tuple(i for i, c in enumerate(state.cells) if c == 0)
+            return Status(value=-1.0)
+        actions = self.actions(state)
         if not actions:
-            return Expansion((), value=0.0)
-        winning = tuple(a for a in actions if won(self.apply(state, a).cells, state.mover))
-        return Expansion(actions, winning=winning)
+            return Status(value=0.0)
+        return Status(winning=tuple(a for a in actions if won(self.apply(state, a).cells, state.mover)))
+
+    def actions(self, state: Board) -> tuple[int, ...]:
+        return tuple(i for i, c in enumerate(state.cells) if c == 0)
 
     def apply(self, state: Board, action: int) -> Board:
         cells = list(state.cells)
         cells[action] = state.mover
         return Board(tuple(cells), 3 - state.mover)
 
-    def evaluate(
-        self, states: Sequence[Board], actions: Sequence[Sequence[int]]
-    ) -> tuple[list[list[float]], list[float]]:
+    def evaluate(self, states: Sequence[Board]) -> tuple[list[list[float]], list[float]]:
         self.calls.append(len(states))
-        return [[0.0] * len(a) for a in actions], [0.0] * len(states)
+        return [[0.0] * 9 for _ in states], [0.0] * len(states)
 
 
 def run(states: list[Board], cfg: SearchConfig, seed: int = 0, game: TicTacToe | None = None) -> list[SearchResult]:

@@ -16,6 +16,9 @@ from test_play import BACK_RANK_FEN, PriorityModel, _mirrored
 from asp import SelfPlay
 from asp.search import SearchConfig
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess.chess_search import ChessSearch, Position
+from asp.tinychess.features import placement_key
+from asp.tinychess.moves import move_index
 from asp.tinychess.train import TrainConfig, Trainer, make_samples
 
 SMALL = ModelConfig(hidden=16, blocks=0)
@@ -82,6 +85,38 @@ def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
     unsearched, _ = play_games(model, None, dataclasses.replace(searched(n_games=2), search=None))
     mixed = trainer.train(unsearched)  # the policy gradient again, on these games alone
     assert "train/ratio_mean" in mixed and mixed["train/replay_samples"] == mixed["train/samples"]
+
+
+def _walk(game: ChessSearch, root: Position, *ucis: str) -> Position:
+    position = root
+    for uci in ucis:
+        game.actions(position)
+        position = game.apply(position, move_index(chess.Move.from_uci(uci), position.board.turn))
+    return position
+
+
+def test_a_position_repeated_inside_the_tree_or_from_the_game_is_a_draw() -> None:
+    game = ChessSearch(TinyChess(SMALL))
+    root = Position(chess.Board())
+    back = _walk(game, root, "g1f3", "g8f6", "f3g1", "f6g8")  # the root's position again
+    assert game.status(back).value == 0.0
+    assert game.status(back.parent.parent).value is None  # type: ignore[union-attr]  # not seen before
+    after_e4 = chess.Board()
+    after_e4.push_uci("e2e4")
+    seen = Position(chess.Board(), history={placement_key(after_e4): 1})
+    assert game.status(_walk(game, seen, "e2e4")).value == 0.0  # the game was there before
+    assert game.status(_walk(game, seen, "d2d4")).value is None
+    assert game.status(Position(after_e4, history={placement_key(after_e4): 2})).value is None  # a root is searched
+
+
+def test_the_value_target_counts_the_material_the_mover_leads_by() -> None:
+    """Samples carry the mover's material lead, which the search's value target adds."""
+    up = "rnb1kbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 1"  # Black has no queen
+    records, _ = play_games(TinyChess(SMALL), None, searched(n_games=2, openings=(up,)))
+    samples = make_samples(records)
+    second_game = len(records[0].moves)
+    for first in (0, second_game):  # no capture is possible on White's first move
+        assert (samples.lead[first].item(), samples.lead[first + 1].item()) == (9, -9)
 
 
 @pytest.mark.timeout(120)

@@ -3,7 +3,9 @@
 :func:`search` searches a batch of positions at once, one tree each: every simulation step
 walks every tree to a leaf, evaluates all new leaves in one call of the game's
 :meth:`~SearchGame.evaluate` (one network forward), and backs the values up. Across trees no
-virtual loss is needed: each tree has one walk in flight.
+virtual loss is needed: each tree has one walk in flight. A leaf's legal actions are asked
+for (:meth:`~SearchGame.actions`) only when a walk goes through it: most leaves of a small
+search are visited once, and listing their moves is the costliest part of a game's rules.
 
 At the root, Gumbel search (Danihelka et al., "Policy improvement by planning with Gumbel",
 ICLR 2022): ``m`` actions sampled without replacement by Gumbel top-k on the prior logits,
@@ -14,7 +16,7 @@ improved policy. The result's ``policy`` is the improved policy
 ``softmax(logits + sigma(completed Q))`` over the legal actions: the training target.
 
 Values are exact where the game says so: a finished position's value, and a position where
-the mover has a winning action (:attr:`Expansion.winning`) counts as won (+1) without being
+the mover has a winning action (:attr:`Status.winning`) counts as won (+1) without being
 searched further. At the root such an action is played at once.
 
 Determinism: all randomness comes from the ``rng`` given for each root, so a game seeded by
@@ -34,38 +36,47 @@ from asp.errors import ConfigError, check_ints
 from asp.search.qvalues import improved_logits, softmax
 from asp.search.seq_halving import considered_visits
 
-__all__ = ["Expansion", "SearchConfig", "SearchGame", "SearchResult", "search"]
+__all__ = ["SearchConfig", "SearchGame", "SearchResult", "Status", "search"]
 
 State = TypeVar("State")
 
 
-class Expansion(NamedTuple):
-    """What the game says of a position when the search reaches it."""
+class Status(NamedTuple):
+    """What the game says of a position when the search reaches it: whether it is decided."""
 
-    actions: tuple[int, ...]
-    """The legal actions (the game's policy indices)."""
     value: float | None = None
     """The exact value for the side to move when the game is over here (-1 lost, 0 drawn), else None."""
     winning: tuple[int, ...] = ()
     """Legal actions that win at once (a mate in one): the position is won, value +1."""
 
 
+class Logits(Protocol):
+    """A position's prior logits over all of a game's actions, indexed by action (a list, a
+    numpy row)."""
+
+    def __getitem__(self, action: int, /) -> float: ...
+
+
 class SearchGame(Protocol[State]):
     """What a game supplies to :func:`search`; it owns its states and its network."""
 
-    def expand(self, state: State) -> Expansion:
-        """The legal actions of ``state``, and its exact value if the game is over there."""
+    def status(self, state: State) -> Status:
+        """Whether the game is decided at ``state``: asked once of every position the search
+        reaches. A position whose game goes on must have a legal action."""
+        ...
+
+    def actions(self, state: State) -> Sequence[int]:
+        """The legal actions of ``state`` (a position whose game goes on), as indices into the
+        rows of :meth:`evaluate`."""
         ...
 
     def apply(self, state: State, action: int) -> State:
         """The state after ``action`` (a new object: ``state`` stays as it was)."""
         ...
 
-    def evaluate(
-        self, states: Sequence[State], actions: Sequence[Sequence[int]]
-    ) -> tuple[list[list[float]], list[float]]:
-        """For every state, the prior logits of its ``actions`` and its value for the side to
-        move, in [-1, 1]: one network call for the whole batch."""
+    def evaluate(self, states: Sequence[State]) -> tuple[Sequence[Logits], Sequence[float]]:
+        """For every state, its prior logits over all actions (a row indexed by action) and
+        its value for the side to move, in [-1, 1]: one network call for the whole batch."""
         ...
 
 
@@ -109,28 +120,42 @@ class SearchResult:
 
 
 class _Node(Generic[State]):
-    """A position in a tree: its prior, its value, and the visits and values of its children,
-    in the order of ``expansion.actions``."""
+    """A position in a tree: its value, and once expanded its actions, their prior, and the
+    visits and values of its children, in the order of ``actions``."""
 
-    __slots__ = ("child_total", "child_visits", "children", "exact", "expansion", "logits", "prior", "state",
-                 "total", "value", "visits")  # fmt: skip
+    __slots__ = ("actions", "child_total", "child_visits", "children", "exact", "logits", "prior", "row", "state",
+                 "status", "total", "value", "visits")  # fmt: skip
 
-    def __init__(self, state: State, expansion: Expansion) -> None:
+    def __init__(self, state: State, status: Status) -> None:
         self.state = state
-        self.expansion = expansion
-        self.exact = expansion.value if expansion.value is not None else (1.0 if expansion.winning else None)
-        self.logits: list[float] = []
-        self.prior: list[float] = []
-        self.value = 0.0
+        self.status = status
+        self.exact = status.value if status.value is not None else (1.0 if status.winning else None)
+        self.row: Logits = ()
+        """The network's logits over all actions (from :meth:`SearchGame.evaluate`)."""
+        self.value = 0.0 if self.exact is None else self.exact
         """The network's value (or the exact one) for the side to move here."""
         self.visits = 0
         self.total = 0.0
         """Sum of the backed-up values, for the side to move here."""
-        n = len(expansion.actions)
-        self.children: list[_Node[State] | None] = [None] * n
+        self.actions: Sequence[int] = ()
+        """The legal actions, once expanded (empty before)."""
+        self.logits: list[float] = []
+        self.prior: list[float] = []
+        self.children: list[_Node[State] | None] = []
+        self.child_visits: list[int] = []
+        self.child_total: list[float] = []
+        """Sum of the children's backed-up values, for the side to move here."""
+
+    def expand(self, game: SearchGame[State]) -> None:
+        """List the actions and their prior: before the first walk goes through this node."""
+        self.actions = game.actions(self.state)
+        row = self.row
+        self.logits = [float(row[a]) for a in self.actions]
+        self.prior = softmax(self.logits)
+        n = len(self.actions)
+        self.children = [None] * n
         self.child_visits = [0] * n
         self.child_total = [0.0] * n
-        """Sum of the children's backed-up values, for the side to move here."""
 
     def improved_logits(self, cfg: SearchConfig) -> Sequence[float]:
         return improved_logits(
@@ -139,7 +164,7 @@ class _Node(Generic[State]):
         )  # fmt: skip
 
     def interior_action(self, cfg: SearchConfig) -> int:
-        """The position (in ``expansion.actions``) of the paper's deterministic selection below the root."""
+        """The position (in ``actions``) of the paper's deterministic selection below the root."""
         probs = softmax(self.improved_logits(cfg))
         total = 1 + sum(self.child_visits)
         scores = [p - n / total for p, n in zip(probs, self.child_visits, strict=True)]
@@ -151,7 +176,7 @@ class _Root(Generic[State]):
 
     def __init__(self, node: _Node[State], cfg: SearchConfig, rng: random.Random) -> None:
         self.node = node
-        n = len(node.expansion.actions)
+        n = len(node.actions)
         self.gumbel = [cfg.gumbel_scale * -math.log(-math.log(rng.random() or 1e-300)) for _ in range(n)]
         ranked = sorted(range(n), key=lambda i: self.gumbel[i] + node.logits[i], reverse=True)
         self.considered = ranked[: min(cfg.considered, n)]
@@ -177,9 +202,9 @@ class _Root(Generic[State]):
         logits = node.improved_logits(cfg)
         most = max(node.child_visits[i] for i in self.considered)
         scores = self.scores(logits, most)
-        action = node.expansion.actions[max(scores, key=scores.__getitem__)]
+        action = node.actions[max(scores, key=scores.__getitem__)]
         value = node.total / node.visits if node.visits else node.value
-        return SearchResult(action, node.expansion.actions, tuple(softmax(logits)), value, simulations)
+        return SearchResult(action, tuple(node.actions), tuple(softmax(logits)), value, simulations)
 
 
 def search(
@@ -200,19 +225,21 @@ def search(
     """
     if len(rngs) != len(states):
         raise ValueError(f"search: {len(states)} states but {len(rngs)} random streams")
-    nodes = [_Node(state, game.expand(state)) for state in states]
+    nodes = [_Node(state, game.status(state)) for state in states]
     for node in nodes:
-        if node.expansion.value is not None or not node.expansion.actions:
+        if node.status.value is not None:
             raise ValueError("search: a root position is finished: there is nothing to search")
     _evaluate(game, nodes)
     results: list[SearchResult | None] = [None] * len(nodes)
     roots: list[tuple[int, _Root[State]]] = []
     for i, (node, rng) in enumerate(zip(nodes, rngs, strict=True)):
-        if node.expansion.winning:  # a proven win: played at once, and the target says so
-            action = node.expansion.winning[0]
-            policy = tuple(1.0 if a == action else 0.0 for a in node.expansion.actions)
-            results[i] = SearchResult(action, node.expansion.actions, policy, 1.0, 0)
+        if node.status.winning:  # a proven win: played at once, and the target says so
+            actions = tuple(game.actions(node.state))
+            action = node.status.winning[0]
+            policy = tuple(1.0 if a == action else 0.0 for a in actions)
+            results[i] = SearchResult(action, actions, policy, 1.0, 0)
         else:
+            node.expand(game)
             node.visits, node.total = 1, node.value
             roots.append((i, _Root(node, cfg, rng)))
     for simulation in range(cfg.simulations if roots else 0):
@@ -236,16 +263,16 @@ def _simulate(game: SearchGame[State], walks: list[tuple[_Root[State], int]], cf
             path.append((node, k))
             child = node.children[k]
             if child is None:
-                state = game.apply(node.state, node.expansion.actions[k])
-                child = _Node(state, game.expand(state))
+                state = game.apply(node.state, node.actions[k])
+                child = _Node(state, game.status(state))
                 node.children[k] = child
                 if child.exact is None:
                     fresh.append(child)
-                else:
-                    child.value = child.exact
                 break
             if child.exact is not None:
                 break
+            if not child.actions:
+                child.expand(game)
             node, k = child, child.interior_action(cfg)
         paths.append(path)
         leaves.append(child)
@@ -263,13 +290,10 @@ def _simulate(game: SearchGame[State], walks: list[tuple[_Root[State], int]], cf
 
 
 def _evaluate(game: SearchGame[State], nodes: Sequence[_Node[State]]) -> None:
-    """Fill the prior and value of every node whose position goes on, in one call of the game."""
+    """Fill the logits and value of every node whose position goes on, in one call of the game."""
     live = [node for node in nodes if node.exact is None]
     if not live:
         return
-    logits, values = game.evaluate([n.state for n in live], [n.expansion.actions for n in live])
-    for node, row, value in zip(live, logits, values, strict=True):
-        node.logits, node.prior, node.value = row, softmax(row), value
-    for node in nodes:
-        if node.exact is not None:
-            node.value = node.exact
+    rows, values = game.evaluate([n.state for n in live])
+    for node, row, value in zip(live, rows, values, strict=True):
+        node.row, node.value = row, float(value)

@@ -1,12 +1,15 @@
 """TinyChess's adapter to the search: chess positions as :class:`~asp.search.SearchGame` states.
 
-python-chess stays the rules engine: a :class:`Position` is a board and, once expanded, its
-legal moves with their policy indices (the search's actions). Values are exact where the
-game is decided: checkmate (-1 for the side to move), stalemate, insufficient material and
-the 75-move rule (0); a position whose mover has a mate in one
-(:func:`~asp.tinychess.mates.mating_moves`) is won (+1), so a mate in one is never missed
-and a mate threat two plies deep is seen on a single visit. Repetitions are counted at the
-root only (the game's own history); inside the tree positions are taken as new.
+python-chess stays the rules engine: a :class:`Position` is a board and, once the search goes
+through it, its legal moves with their policy indices (the search's actions). Values are
+exact where the game is decided: checkmate (-1 for the side to move), stalemate,
+insufficient material and the 75-move rule (0); a position whose mover has a mate in one
+(:func:`~asp.tinychess.mates.mates_in_one`) is won (+1), so a mate in one is never missed
+and a mate threat two plies deep is seen on a single visit. A position inside the tree that
+repeats one before it (on its path from the root, or in the game's ``history``) is scored as
+a draw (0), as chess engines score a repetition: a side ahead has to make progress rather
+than shuffle, and a side behind may seek the repetition. The network sees the root's own
+repetition count; inside the tree positions are taken as new.
 
 >>> import random, chess
 >>> from asp.search import SearchConfig, search
@@ -19,17 +22,18 @@ root only (the game's own history); inside the tree positions are taken as new.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 import chess
+import numpy as np
 import torch
 from torch import nn
 
-from asp.search import Expansion
-from asp.tinychess.features import pack_boards, unpack_boards
-from asp.tinychess.mates import mating_moves
-from asp.tinychess.moves import legal_move_indices
+from asp.search import Status
+from asp.tinychess.features import pack_boards, placement_key, unpack_boards
+from asp.tinychess.mates import mates_in_one
+from asp.tinychess.moves import legal_move_indices, move_index
 
 __all__ = ["ChessSearch", "Position"]
 
@@ -41,6 +45,10 @@ class Position:
     board: chess.Board
     repetitions: int = 0
     """Times the position was seen before in its game (the network's repetition planes)."""
+    history: Container[tuple[int, ...]] = ()
+    """The :func:`~asp.tinychess.features.placement_key` of every position of the game so far."""
+    parent: Position | None = None
+    """The position before, inside the search tree (None at the root)."""
     legal: list[chess.Move] = field(default_factory=list)
     indices: list[int] = field(default_factory=list)
 
@@ -57,21 +65,23 @@ class ChessSearch:
         self.evaluations = 0
         self.boards = 0
 
-    def expand(self, state: Position) -> Expansion:
+    def status(self, state: Position) -> Status:
         board = state.board
-        state.legal, state.indices = legal_move_indices(board)
-        actions = tuple(state.indices)
-        if not state.legal:
-            return Expansion((), value=-1.0 if board.is_check() else 0.0)
-        if board.is_insufficient_material() or board.halfmove_clock >= 150:
-            return Expansion(actions, value=0.0)
-        mates = mating_moves(board, state.legal)
-        return Expansion(actions, winning=tuple(state.indices[i] for i in mates))
+        if not any(board.generate_legal_moves()):
+            return Status(value=-1.0 if board.is_check() else 0.0)
+        if board.is_insufficient_material() or board.halfmove_clock >= 150 or _repeats(state):
+            return Status(value=0.0)
+        return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
+
+    def actions(self, state: Position) -> list[int]:
+        if not state.indices:
+            state.legal, state.indices = legal_move_indices(state.board)
+        return state.indices
 
     def apply(self, state: Position, action: int) -> Position:
         board = state.board.copy(stack=False)
         board.push(self.move(state, action))
-        return Position(board)
+        return Position(board, history=state.history, parent=state)
 
     @staticmethod
     def move(state: Position, action: int) -> chess.Move:
@@ -80,19 +90,26 @@ class ChessSearch:
             state.legal, state.indices = legal_move_indices(state.board)
         return state.legal[state.indices.index(action)]
 
-    def evaluate(
-        self, states: Sequence[Position], actions: Sequence[Sequence[int]]
-    ) -> tuple[list[list[float]], list[float]]:
+    def evaluate(self, states: Sequence[Position]) -> tuple[list[np.ndarray], list[float]]:
         bitboards, scalars = pack_boards([s.board for s in states], [s.repetitions for s in states])
         with torch.inference_mode():
             logits, values = self.net(unpack_boards(bitboards, scalars))
         self.evaluations += 1
         self.boards += len(states)
-        counts = [len(a) for a in actions]
-        rows = torch.repeat_interleave(torch.arange(len(states)), torch.tensor(counts))
-        flat = logits.float()[rows, torch.tensor([i for a in actions for i in a], dtype=torch.int64)].tolist()
-        out, start = [], 0
-        for n in counts:
-            out.append(flat[start : start + n])
-            start += n
-        return out, values.float().tolist()
+        return list(logits.float().numpy()), values.float().tolist()
+
+
+def _repeats(state: Position) -> bool:
+    """Whether ``state`` (inside the tree) repeats a position of its path or of the game."""
+    if state.parent is None:
+        return False  # the root is searched whatever its count
+    key = placement_key(state.board)
+    if key in state.history:
+        return True
+    # Only positions with the same side to move can repeat: every other ancestor.
+    ancestor = state.parent.parent
+    while ancestor is not None:
+        if placement_key(ancestor.board) == key:
+            return True
+        ancestor = ancestor.parent.parent if ancestor.parent is not None else None
+    return False

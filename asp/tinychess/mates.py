@@ -1,12 +1,14 @@
-"""Which legal moves mate at once: what the model plays under ``PlayConfig.mate_in_one``.
+"""Which legal moves mate at once: what the model plays under ``PlayConfig.mate_in_one``, and
+what the search counts as a won position.
 
-:func:`mating_moves` looks only at the moves that can give check: a piece that lands on a
-square from which it attacks the enemy king, a piece that uncovers one of our sliders' lines
-to the king, castling, promotions and en passant. A plain move that checks is no mate when
-the king can then step to a square nothing attacks, which a few bitboard lookups tell; the
-other candidates are pushed and confirmed by python-chess. About 23 us a board from random
-games on a 2-core Xeon (68 us with every candidate pushed); exactly python-chess's answer
-(tests/test_mates.py compares them on every position of 200 random games).
+Only the moves that can give check are looked at: a piece that lands on a square from which
+it attacks the enemy king, a piece that uncovers one of our sliders' lines to the king,
+castling, promotions and en passant. A plain move that checks is no mate when the king can
+then step to a square nothing attacks, which a few bitboard lookups tell; the other
+candidates are pushed and confirmed by python-chess. :func:`mating_moves` filters a list of
+legal moves; :func:`mates_in_one` generates the candidates alone. Both give exactly
+python-chess's answer (tests/test_mates.py compares them on every position of 200 random
+games).
 
 >>> board = chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
 >>> legal = list(board.legal_moves)
@@ -20,69 +22,101 @@ from collections.abc import Sequence
 
 import chess
 
-__all__ = ["mating_moves"]
+__all__ = ["mates_in_one", "mating_moves"]
 
 
 def mating_moves(board: chess.Board, legal: Sequence[chess.Move]) -> list[int]:
     """The positions in ``legal`` (``board``'s legal moves) of the moves that checkmate."""
-    us = board.turn
-    king = board.king(not us)
-    if king is None:
+    mates = _MateTest(board)
+    return [i for i, move in enumerate(legal) if mates.test(move)] if mates.king is not None else []
+
+
+def mates_in_one(board: chess.Board) -> list[chess.Move]:
+    """The moves that checkmate on ``board``, without listing its other legal moves: only
+    the moves to or from the squares that can give check are generated.
+
+    >>> [m.uci() for m in mates_in_one(chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"))]
+    ['a1a8']
+    """
+    mates = _MateTest(board)
+    if mates.king is None:
         return []
-    occupied = board.occupied
-    own = board.occupied_co[us]
-    # The squares from which each kind of piece would attack the enemy king.
-    diag = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
-    ortho = (
-        chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
-        | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied]
-    )
-    checks = {  # by the type of the piece on its origin
-        chess.PAWN: chess.BB_PAWN_ATTACKS[not us][king],
-        chess.KNIGHT: chess.BB_KNIGHT_ATTACKS[king],
-        chess.BISHOP: diag,
-        chess.ROOK: ortho,
-        chess.QUEEN: diag | ortho,
-        chess.KING: 0,
-    }
-    # Our pieces that alone stand between one of our sliders and the enemy king.
-    snipers = own & (
-        chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens)
-        | (chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & (board.rooks | board.queens)
-    )
-    uncover = 0
-    for sniper in chess.scan_reversed(snipers):
-        between = chess.between(king, sniper) & occupied
-        if between and not between & (between - 1):
-            uncover |= between & own
-    reach = diag | ortho | checks[chess.KNIGHT] | checks[chess.PAWN]
-    # The moves worth a closer look go to a checking, promotion or en passant square, or come
-    # from an uncovering piece or from the king (castling); the others are skipped at once.
-    hot_to = reach
-    if board.pawns & own & (chess.BB_RANK_7 if us == chess.WHITE else chess.BB_RANK_2):
-        hot_to |= chess.BB_BACKRANKS
-    if board.ep_square is not None:
-        hot_to |= chess.BB_SQUARES[board.ep_square]
-    hot_from = uncover | (board.kings & own if board.has_castling_rights(us) else 0)
-    found = []
-    for i, move in enumerate(legal):
+    moves = list(board.generate_pseudo_legal_moves(chess.BB_ALL, mates.hot_to))
+    if mates.hot_from:
+        moves += board.generate_pseudo_legal_moves(mates.hot_from, chess.BB_ALL & ~mates.hot_to)
+    return [move for move in moves if mates.test(move, pseudo_legal=True)]
+
+
+class _MateTest:
+    """Whether a legal move of ``board`` mates: cheap bitboard filters first, python-chess's
+    own test for the few candidates left."""
+
+    def __init__(self, board: chess.Board) -> None:
+        self.board = board
+        us = board.turn
+        self.king = king = board.king(not us)
+        if king is None:
+            return
+        occupied = board.occupied
+        own = board.occupied_co[us]
+        # The squares from which each kind of piece would attack the enemy king.
+        diag = chess.BB_DIAG_ATTACKS[king][chess.BB_DIAG_MASKS[king] & occupied]
+        ortho = (
+            chess.BB_RANK_ATTACKS[king][chess.BB_RANK_MASKS[king] & occupied]
+            | chess.BB_FILE_ATTACKS[king][chess.BB_FILE_MASKS[king] & occupied]
+        )
+        self.checks = {  # by the type of the piece on its origin
+            chess.PAWN: chess.BB_PAWN_ATTACKS[not us][king],
+            chess.KNIGHT: chess.BB_KNIGHT_ATTACKS[king],
+            chess.BISHOP: diag,
+            chess.ROOK: ortho,
+            chess.QUEEN: diag | ortho,
+            chess.KING: 0,
+        }
+        # Our pieces that alone stand between one of our sliders and the enemy king.
+        snipers = own & (
+            chess.BB_DIAG_ATTACKS[king][0] & (board.bishops | board.queens)
+            | (chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]) & (board.rooks | board.queens)
+        )
+        uncover = 0
+        for sniper in chess.scan_reversed(snipers):
+            between = chess.between(king, sniper) & occupied
+            if between and not between & (between - 1):
+                uncover |= between & own
+        self.uncover = uncover
+        self.reach = reach = diag | ortho | self.checks[chess.KNIGHT] | self.checks[chess.PAWN]
+        # The moves worth a closer look go to a checking, promotion or en passant square, or
+        # come from an uncovering piece or from the king (castling); the others are skipped.
+        hot_to = reach
+        if board.pawns & own & (chess.BB_RANK_7 if us == chess.WHITE else chess.BB_RANK_2):
+            hot_to |= chess.BB_BACKRANKS
+        if board.ep_square is not None:
+            hot_to |= chess.BB_SQUARES[board.ep_square]
+        self.hot_to = hot_to
+        self.hot_from = uncover | (board.kings & own if board.has_castling_rights(us) else 0)
+
+    def test(self, move: chess.Move, *, pseudo_legal: bool = False) -> bool:
+        """Whether ``move`` (legal, or pseudo-legal if so said) mates."""
+        board, king = self.board, self.king
+        assert king is not None
         origin = chess.BB_SQUARES[move.from_square]
         target = chess.BB_SQUARES[move.to_square]
-        if not (target & hot_to or origin & hot_from):
-            continue
-        if move.promotion or origin & uncover or move.to_square == board.ep_square:
+        if not (target & self.hot_to or origin & self.hot_from):
+            return False
+        if move.promotion or origin & self.uncover or move.to_square == board.ep_square:
             pass  # rare: tried without a filter (a promoted piece's line may run through its origin)
-        elif target & reach:
+        elif target & self.reach:
             piece = board.piece_type_at(move.from_square) or chess.KING
-            if not target & checks[piece] or _king_steps_out(board, king, move, piece):
-                continue
+            if not target & self.checks[piece] or _king_steps_out(board, king, move, piece):
+                return False
         elif not (origin & board.kings and abs(move.to_square - move.from_square) == 2):  # castling
-            continue
+            return False
+        if pseudo_legal and not board.is_legal(move):
+            return False
         board.push(move)
-        if board.is_checkmate():
-            found.append(i)
+        mate = board.is_checkmate()
         board.pop()
-    return found
+        return mate
 
 
 def _king_steps_out(board: chess.Board, king: int, move: chess.Move, piece: int) -> bool:

@@ -39,7 +39,7 @@ from asp.errors import ConfigError, check_ints
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, search
 from asp.tinychess.chess_search import ChessSearch, Position
-from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
+from asp.tinychess.features import N_PLANES, pack_boards, placement_key, unpack_boards
 from asp.tinychess.mates import mating_moves
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
@@ -201,16 +201,6 @@ class BoardPlayer(Protocol):
         """A legal move on ``board``, or None if the player failed: game ``game_id`` then ends
         with result ``"*"`` and termination ``"engine_failure"``. Must not change ``board``."""
         ...
-
-
-def placement_key(board: chess.Board) -> tuple[int, ...]:
-    """Piece placement and side to move: what the repetition feature counts."""
-    # Coarser than python-chess's repetition key (no castling, no en passant), so its count
-    # is an upper bound: cheap to keep, and exact enough to decide when to ask python-chess.
-    return (
-        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-        board.occupied_co[chess.WHITE], board.turn,
-    )  # fmt: skip
 
 
 def material(board: chess.Board, color: chess.Color) -> int:
@@ -406,7 +396,7 @@ def _choose_moves(
 def _search_moves(searcher: ChessSearch, games: Sequence[_Game], cfg: SearchConfig, model: bool) -> None:
     """Search every game of ``games`` at once and push the moves found; for the model, note
     the improved policy (the training target) beside the legal moves it kept."""
-    positions = [Position(g.board, g.repetitions()) for g in games]
+    positions = [Position(g.board, g.repetitions(), history=g.seen) for g in games]
     results = search(searcher, positions, cfg, [g.rng for g in games], on_step=heartbeat)
     for game, position, result in zip(games, positions, results, strict=True):
         k = result.actions.index(result.action)

@@ -50,9 +50,9 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError, check_ints
-from asp.tinychess.features import encode_boards, unpack_boards
+from asp.tinychess.features import encode_boards, placement_key, unpack_boards
 from asp.tinychess.moves import legal_move_indices, move_index
-from asp.tinychess.play import material_lead, placement_key
+from asp.tinychess.play import material_lead
 from asp.tinychess.records import MODEL, GameRecord
 
 __all__ = ["Samples", "TrainConfig", "Trainer", "concat_samples", "make_samples", "pick_device"]
@@ -152,6 +152,8 @@ class Samples:
     """(N,) outcome from the mover's side: 1 win, 0 draw, -1 loss."""
     material: torch.Tensor
     """(N,) discounted material won from this ply to the end, in pawns, from the mover's side."""
+    lead: torch.Tensor
+    """(N,) the mover's material lead before the move, in pawns."""
     legal_flat: torch.Tensor
     """(sum of legal moves,) int64: the policy indices of every sample's legal moves, in order."""
     legal_start: torch.Tensor
@@ -193,6 +195,7 @@ def _samples(
     old_logp: list[float],
     z: list[float],
     gains: list[float],
+    leads: list[int],
     legal_flat: torch.Tensor,
     counts: torch.Tensor,
     versions: list[int],
@@ -206,6 +209,7 @@ def _samples(
         torch.tensor(old_logp),
         torch.tensor(z),
         torch.tensor(gains),
+        torch.tensor(leads, dtype=torch.float32),
         legal_flat,
         start,
         torch.tensor(versions, dtype=torch.int64),
@@ -227,6 +231,7 @@ def concat_samples(parts: Sequence[Samples]) -> Samples:
         torch.cat([p.old_logp for p in parts]),
         torch.cat([p.z for p in parts]),
         torch.cat([p.material for p in parts]),
+        torch.cat([p.lead for p in parts]),
         torch.cat([p.legal_flat for p in parts]),
         start,
         torch.cat([p.versions for p in parts]),
@@ -245,8 +250,8 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
     the plies after the move (0 for the last). Besides it, each sample gets ``material``: the
     material balance's change over the rest of the game, sum over k >= t of
     gamma**(k - t) * (m[k+1] - m[k]), where m is the mover's material minus the opponent's
-    (pawn 1, knight 3, bishop 3, rook 5, queen 9).
-    With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
+    (pawn 1, knight 3, bishop 3, rook 5, queen 9), and ``lead``: m[t], the mover's lead
+    before the move. With gamma = 1 this is the potential-based shaping whose sum is the final material lead,
     the very criterion of adjudication at the ply cap.
     """
     if records and all(r.samples is not None for r in records):
@@ -258,6 +263,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
     z: list[float] = []
     legal: list[list[int]] = []
     gains: list[float] = []
+    leads: list[int] = []
     versions: list[int] = []
     for record in records:
         board = chess.Board(record.start_fen)
@@ -282,6 +288,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
             balance.append(material_lead(board))
         gain = _discounted_gains(balance, gamma)
         gains.extend(gain[ply] if white else -gain[ply] for ply, white in model_plies)
+        leads.extend(balance[ply] if white else -balance[ply] for ply, white in model_plies)
     features = encode_boards(boards, repetitions) if boards else torch.zeros(0, 0)
     return _samples(
         features,
@@ -289,6 +296,7 @@ def make_samples(records: Sequence[GameRecord], *, gamma: float = 0.95, outcome_
         old_logp,
         z,
         gains,
+        leads,
         torch.tensor([i for moves in legal for i in moves], dtype=torch.int64),
         torch.tensor([len(moves) for moves in legal], dtype=torch.int64),
         versions,
@@ -301,17 +309,20 @@ def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: fl
     old_logp: list[float] = []
     z: list[float] = []
     gains: list[float] = []
+    leads: list[int] = []
     versions: list[int] = []
     for record, ply_data in zip(records, data, strict=True):
         versions += [record.model_version] * len(ply_data.plies)
         white_first = record.start_fen.split()[1] == "w"
         white_z = _Z[record.result]
-        gain = _discounted_gains(ply_data.leads.tolist(), gamma)
+        balance = ply_data.leads.tolist()
+        gain = _discounted_gains(balance, gamma)
         for ply in ply_data.plies.tolist():
             white = white_first == (ply % 2 == 0)
             old_logp.append(record.logprobs[ply])
             z.append(_outcome(white_z if white else -white_z, ply, record, outcome_gamma))
             gains.append(gain[ply] if white else -gain[ply])
+            leads.append(balance[ply] if white else -balance[ply])
     features = unpack_boards(np.concatenate([d.bitboards for d in data]), np.concatenate([d.scalars for d in data]))
     policies = [d.policy for d in data]
     targets = None
@@ -323,6 +334,7 @@ def _read_samples(records: Sequence[GameRecord], gamma: float, outcome_gamma: fl
         old_logp,
         z,
         gains,
+        leads,
         torch.from_numpy(np.concatenate([d.legal for d in data]).astype(np.int64)),
         torch.from_numpy(np.concatenate([d.legal_counts for d in data]).astype(np.int64)),
         versions,
@@ -391,12 +403,16 @@ class Trainer:
         return metrics
 
     def _search_step(self, samples: Samples, rows: list[int]) -> dict[str, float]:
-        """One step toward the search's improved policy (cross-entropy) and the return (MSE)."""
+        """One step toward the search's improved policy (cross-entropy) and the value target
+        (MSE): the outcome plus ``material_weight`` times the discounted material lead the
+        mover will have (its lead now plus the discounted gain from here on), so that the value
+        the search backs up knows what material is on the board."""
         assert samples.targets is not None
         device = self.device
         index = torch.tensor(rows)
         features = samples.features[index].to(device)
-        ret = (samples.z[index] + self.cfg.material_weight * samples.material[index]).to(device)
+        lead = samples.lead[index] + samples.material[index]
+        ret = (samples.z[index] + self.cfg.material_weight * lead).to(device)
         moves, valid = (t.to(device) for t in samples.legal_moves(index))
         first = samples.legal_start[index]
         position = torch.where(valid.cpu(), first.unsqueeze(1) + torch.arange(valid.shape[1]), 0)
