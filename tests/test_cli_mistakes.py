@@ -158,6 +158,12 @@ CASES = {
     "train --search with --policy-only": Case(
         ("train", "--search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
     ),
+    "train --eval-search -1": Case(
+        ("train", "--eval-search", "-1", "--run-dir", "{tmp}/new"), ("--eval-search", "0..10000")
+    ),
+    "train --eval-search with --policy-only": Case(
+        ("train", "--eval-search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
+    ),
     # asp show
     "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
     "show --out under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/b.svg"), ("--out", "cannot write")),

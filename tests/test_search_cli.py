@@ -93,5 +93,14 @@ def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() ->
     assert _how_it_plays(options(search=0), state, sampling=False) == (None, True)
     assert _how_it_plays(options(policy_only=True), state, sampling=False) == (None, False)
     older = RunConfig().to_dict()
-    del older["search"]  # a run of an asp before search: its policy alone
+    del older["search"], older["eval_search"]  # a run of an asp before search: its policy alone
     assert _how_it_plays(options(), {"config": older}, sampling=False)[0] is None
+
+
+def test_a_run_can_search_deeper_when_it_plays_to_win_than_in_self_play() -> None:
+    state = {"config": RunConfig(search=4, eval_search=48).to_dict()}
+    assert _how_it_plays(options(), state, sampling=True)[0] == SearchConfig(4, gumbel_scale=1.0)  # self-play
+    assert _how_it_plays(options(), state, sampling=False)[0] == SearchConfig(48, gumbel_scale=0.0)
+    assert _how_it_plays(options(search=8), state, sampling=False)[0] == SearchConfig(8, gumbel_scale=0.0)
+    assert RunConfig(search=4, eval_search=0).eval_cfg(0).search is None  # its policy alone in evaluations
+    assert RunConfig(search=4, eval_search=48).play_cfg(0, 0).search == SearchConfig(4)

@@ -77,6 +77,12 @@ def _parser() -> argparse.ArgumentParser:
         help="simulations of the model's search per move, trained on its improved policy; "
         "0: the policy alone, trained by policy gradient (default 0)",
     )
+    train.add_argument(
+        "--eval-search",
+        type=int,
+        help="simulations of the model's search when it plays to win (evaluations, asp eval); "
+        "0: the policy alone (default: as --search)",
+    )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
@@ -231,7 +237,7 @@ def _how_it_plays(
         return None, False
     run = RunConfig.from_dict(state["config"]) if state is not None else RunConfig()
     if args.search is not None:
-        run = dataclasses.replace(run, search=args.search)
+        run = dataclasses.replace(run, search=args.search, eval_search=None)
     return run.search_cfg(sampling=sampling), run.mate_in_one
 
 

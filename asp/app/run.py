@@ -96,6 +96,11 @@ class RunConfig:
     field reads as 0."""
     search_considered: int = 16
     """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
+    eval_search: int | None = None
+    """Simulations of the model's search when it plays to win: in evaluations during training
+    and in ``asp eval`` (0 to 10000: 0 plays the policy alone); None: as ``search``. Self-play
+    can search little and still train the policy (the improved policy is a good target after
+    a few simulations), while the strength of a player grows with the depth it searches."""
     eval_every: int = 4
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 200
@@ -126,6 +131,8 @@ class RunConfig:
                 ("search_considered", 1, 1024),
             ),
         )
+        if self.eval_search is not None:
+            check_ints("RunConfig", self, (("eval_search", 0, 10_000),))
         # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
         self._named(lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"})
         self._named(
@@ -145,11 +152,13 @@ class RunConfig:
             raise ConfigError(re.sub(r"PlayConfig\.(\w+)", rename, str(e))) from None
 
     def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
-        """The model's search: sampling (Gumbel noise at the root) in self-play, the best
-        action in evaluations; None without search."""
-        if self.search == 0:
+        """The model's search: sampling (Gumbel noise at the root) with ``search`` simulations
+        in self-play, the best action with ``eval_search`` when it plays to win; None without
+        search."""
+        simulations = self.search if sampling or self.eval_search is None else self.eval_search
+        if simulations == 0:
             return None
-        return SearchConfig(self.search, self.search_considered, gumbel_scale=1.0 if sampling else 0.0)
+        return SearchConfig(simulations, self.search_considered, gumbel_scale=1.0 if sampling else 0.0)
 
     def play_cfg(self, iteration: int, version: int) -> PlayConfig:
         """The self-play config of ``iteration``: distinct game ids and seed per iteration."""

@@ -87,6 +87,7 @@ def train_config(args: argparse.Namespace) -> Any:
         ("eval_every", "eval_every"),
         ("eval_games", "eval_games"),
         ("max_staleness", "max_staleness"),
+        ("eval_search", "eval_search"),
     ):
         if getattr(args, option) is not None:
             changes[name] = getattr(args, option)
@@ -99,6 +100,10 @@ def train_config(args: argparse.Namespace) -> Any:
     if args.policy_only:
         if args.search:
             raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
+        if args.eval_search:
+            raise ConfigError(
+                f"--policy-only plays without search: drop --eval-search {args.eval_search} or --policy-only"
+            )
         changes["mate_in_one"] = False
         changes["search"] = 0
     engine = _train_engine_config(args)
