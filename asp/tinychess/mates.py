@@ -18,7 +18,7 @@ games).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import chess
 
@@ -41,10 +41,7 @@ def mates_in_one(board: chess.Board) -> list[chess.Move]:
     mates = _MateTest(board)
     if mates.king is None:
         return []
-    moves = list(board.generate_pseudo_legal_moves(chess.BB_ALL, mates.hot_to))
-    if mates.hot_from:
-        moves += board.generate_pseudo_legal_moves(mates.hot_from, chess.BB_ALL & ~mates.hot_to)
-    return [move for move in moves if mates.test(move, pseudo_legal=True)]
+    return [move for move in mates.candidates() if mates.test(move, pseudo_legal=True)]
 
 
 class _MateTest:
@@ -94,6 +91,26 @@ class _MateTest:
             hot_to |= chess.BB_SQUARES[board.ep_square]
         self.hot_to = hot_to
         self.hot_from = uncover | (board.kings & own if board.has_castling_rights(us) else 0)
+
+    def candidates(self) -> Iterator[chess.Move]:
+        """The pseudo-legal moves that may mate: each kind of piece to the squares from which
+        it would check, pawns also to promote or take en passant, castling, and any move of a
+        piece that uncovers a line to the king."""
+        board, checks = self.board, self.checks
+        own = board.occupied_co[board.turn] & ~self.uncover
+        for pieces, kind in ((board.knights, chess.KNIGHT), (board.bishops, chess.BISHOP),
+                             (board.rooks, chess.ROOK), (board.queens, chess.QUEEN)):  # fmt: skip
+            if pieces & own:
+                yield from board.generate_pseudo_legal_moves(pieces & own, checks[kind])
+        pawns = board.pawns & own
+        if pawns:
+            promotions = chess.BB_BACKRANKS if pawns & (chess.BB_RANK_7 | chess.BB_RANK_2) else 0
+            passant = chess.BB_SQUARES[board.ep_square] if board.ep_square is not None else 0
+            yield from board.generate_pseudo_legal_moves(pawns, checks[chess.PAWN] | promotions | passant)
+        if self.uncover:
+            yield from board.generate_pseudo_legal_moves(self.uncover, chess.BB_ALL)  # castling too, for a king
+        if self.hot_from & board.kings & ~self.uncover:
+            yield from board.generate_castling_moves()
 
     def test(self, move: chess.Move, *, pseudo_legal: bool = False) -> bool:
         """Whether ``move`` (legal, or pseudo-legal if so said) mates."""
