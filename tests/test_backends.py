@@ -3,7 +3,9 @@
 Each test takes the ``backend`` fixture, which is every name in :data:`asp.backends.NAMES`;
 a third backend joins the list and is held to the same promises: every game once, each call's
 games played with that call's weights, a killed or hung worker costing its own shard only, a
-cancelled call stopping its shards and keeping the workers, and nothing left after closing.
+cancelled call stopping its shards and keeping the workers, nothing left after closing, a new
+worker building the first model as it starts, and a slot whose worker cannot start failing
+the calls after three tries in a row.
 The Ray backend runs on a real local Ray instance (loopback only, no dashboard, no usage
 reports), started once for this module.
 """
@@ -15,6 +17,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ from selfplay_helpers import Logs, events, ids, pid_alive, tiny
 from torch import nn
 
 from asp import SelfPlay, backends, progress
+from asp.errors import AspError
 from asp.testing import FaultConfig, fault_play
 
 pytestmark = pytest.mark.timeout(180)
@@ -34,7 +38,17 @@ def ray_instance() -> Iterator[None]:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    # Ray's workers inherit the environment of the instance: with this directory on their
+    # path they import this module's networks, as spawn workers do.
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).parent), saved) if p)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
+    finally:
+        if saved is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = saved
     try:
         yield
     finally:
@@ -243,3 +257,57 @@ async def test_concurrent_calls_keep_every_game_once_while_workers_are_killed(ba
         for cfg, (records, _) in zip(cfgs, await asyncio.gather(*calls), strict=True):
             assert ids(records) == list(range(cfg.first_game, cfg.first_game + 4))
         assert len(events(logs, "worker_died")) == 2
+
+
+@dataclass(frozen=True)
+class FragileConfig:
+    marker_dir: str
+    coordinator: int
+    """The test's pid: the network is always built there."""
+    width: int = 2
+
+
+class FragileNet(nn.Module):
+    """A network that no worker can build while ``marker_dir/broken`` exists."""
+
+    def __init__(self, cfg: FragileConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.fc = nn.Linear(cfg.width, 1)
+        if os.getpid() != cfg.coordinator and os.path.exists(os.path.join(cfg.marker_dir, "broken")):
+            raise RuntimeError("FragileNet cannot be built here")
+
+
+async def kill_and_wait(pid: int | None) -> None:
+    """SIGKILL worker ``pid`` and wait until it is gone."""
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 20
+    while pid_alive(pid):
+        assert time.monotonic() < deadline, f"worker {pid} outlived SIGKILL"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.asyncio
+async def test_a_new_worker_builds_the_first_model_as_it_starts_and_a_slot_that_cannot_start_fails_the_call(
+    backend: str, logs: Logs, tmp_path: Path
+) -> None:
+    model = FragileNet(FragileConfig(str(tmp_path), os.getpid()))
+    async with SelfPlay(workers=1, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
+        await selfplay.play(model, None, FaultConfig(n_games=1))  # new workers now build this model as they start
+        first = selfplay.pids[0]
+        await kill_and_wait(first)
+        records, stats = await selfplay.play(model, None, FaultConfig(n_games=2))
+        assert ids(records) == [0, 1] and (stats["retries"], stats["respawns"]) == (0, 1)
+        (started,) = events(logs, "worker_started")
+        assert (started["backend"], started["slot"], started["pid"]) == (backend, 0, selfplay.pids[0])
+        assert started["pid"] != first and started["node"]
+
+        (tmp_path / "broken").touch()  # from now on a new worker fails as it builds the model
+        await kill_and_wait(selfplay.pids[0])
+        with pytest.raises(AspError, match="failed to start 3 times in a row"):
+            await selfplay.play(model, None, FaultConfig(n_games=2))
+    failed = events(logs, "worker_start_failed")
+    assert [(e["backend"], e["slot"], e["failures"]) for e in failed[:3]] == [(backend, 0, n) for n in (1, 2, 3)]
+    killed = events(logs, "worker_killed")
+    assert {e["backend"] for e in killed} == {backend} and "start_failed" in {e["reason"] for e in killed}

@@ -36,7 +36,7 @@ def _ready_pids(selfplay: SelfPlay) -> list[int]:
     """Pids of workers that have started (a kill while starting is another test's business)."""
     pool = selfplay._backend
     assert pool is not None
-    return [p.pid for p in pool.procs if p is not None and p.ready and p.alive() and p.pid is not None]
+    return [p.pid for p in pool.slots if p is not None and p.ready and p.alive() and p.pid is not None]
 
 
 async def _kill_one_later(selfplay: SelfPlay, rng: random.Random, kills: list[int]) -> None:

@@ -243,7 +243,7 @@ async def test_a_worker_still_starting_is_not_sent_shards_nor_charged_with_a_sta
         (tmp_path / "armed").touch()  # the next worker to build it takes 3 s
         survivor, victim = selfplay.pids
         assert victim is not None and selfplay._backend is not None
-        victim_proc = selfplay._backend.procs[1]
+        victim_proc = selfplay._backend.slots[1]
         assert victim_proc is not None
         os.kill(victim, signal.SIGKILL)
         # gone for good: every thread has let go of its files (the main thread turns zombie earlier)

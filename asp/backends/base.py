@@ -13,8 +13,10 @@ worker and of at most one shard in flight. What a backend must do, and nothing m
 * kill one slot's worker (it costs that slot's shard only), and close them all.
 
 Two backends implement it: :mod:`asp.backends.local` (spawn processes on this machine) and
-:mod:`asp.backends.ray_backend` (Ray actors, any number of machines). The contract tests in
-``tests/test_backends.py`` run against both.
+:mod:`asp.backends.ray_backend` (Ray actors, any number of machines). Both are built on
+:class:`asp.backends.slots.SlotBackend`, which does what every backend does the same way
+(slots, starts and start failures, warm-up, publication, logging), so that a backend writes
+only its mechanics. The contract tests in ``tests/test_backends.py`` run against both.
 """
 
 from __future__ import annotations
@@ -24,17 +26,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import structlog
 from torch import nn
 
-from asp.errors import AspError
 from asp.weights import WeightRef
 from asp.worker import ShardOutput, ShardTask
 
-__all__ = ["Backend", "SlotState", "StartFailures", "UnreadableResult", "WorkerLost", "remote_traceback", "retrieve"]
-
-
-log = structlog.get_logger("asp.backends")
+__all__ = ["Backend", "SlotState", "UnreadableResult", "WorkerLost", "remote_traceback", "retrieve"]
 
 
 @dataclass(frozen=True)
@@ -75,8 +72,6 @@ class UnreadableResult(Exception):
 class Backend(Protocol):
     """The mechanics of running shards in ``workers`` slots; see the module docstring."""
 
-    name: str
-    """``"local"`` or ``"ray"``: what logs and errors call this backend."""
     workers: int
 
     async def start(self) -> None:
@@ -160,32 +155,6 @@ def remote_traceback(exc: BaseException) -> str:
     if cause is not None and type(cause).__name__ == "_RemoteTraceback":  # concurrent.futures' carrier
         return str(cause).strip()
     return "".join(traceback.format_exception(exc)).strip()
-
-
-class StartFailures:
-    """Failed worker starts in a row, per slot: a slot that fails :attr:`MAX` times is hopeless."""
-
-    MAX = 3
-
-    def __init__(self, workers: int) -> None:
-        self._in_a_row = [0] * workers
-
-    def started(self, slot: int) -> None:
-        """The slot's worker started: its count begins again."""
-        self._in_a_row[slot] = 0
-
-    def failed(self, slot: int, reason: str, *, worker: str, hint: str = "", **fields: Any) -> None:
-        """Log a failed start of the slot's ``worker`` (``"worker"``, ``"Ray actor"``).
-
-        :raises AspError: on the :attr:`MAX`-th failure in a row, with ``reason`` and ``hint``.
-        """
-        self._in_a_row[slot] += 1
-        failures = self._in_a_row[slot]
-        log.warning("worker_start_failed", slot=slot, reason=reason, failures=failures, **fields)
-        if failures >= self.MAX:
-            raise AspError(
-                f"the {worker} of slot {slot} failed to start {failures} times in a row; last: {reason}{hint}"
-            )
 
 
 def retrieve(fut: asyncio.Future[Any]) -> None:

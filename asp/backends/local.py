@@ -1,6 +1,7 @@
 """The local backend: one spawn worker process per slot, each in its own executor.
 
-:class:`LocalBackend` implements :class:`asp.backends.base.Backend` on this machine.
+:class:`LocalBackend` implements :class:`asp.backends.base.Backend` on this machine, on the
+slots of :class:`~asp.backends.slots.SlotBackend`.
 
 A slot is a place for one in-flight shard; there are as many slots as workers. Each slot's
 worker is a single-worker spawn ``ProcessPoolExecutor`` (the initializer builds the model
@@ -22,6 +23,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
+import platform
 import signal
 import time
 from collections.abc import Callable
@@ -31,20 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import structlog
 from torch import nn
 
 from asp import progress, worker
 from asp.backends import tempdirs
-from asp.backends.base import SlotState, StartFailures, UnreadableResult, WorkerLost, remote_traceback, retrieve
-from asp.checks import check_main_module, check_rebuildable, check_spawnable
+from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_traceback, retrieve
+from asp.backends.slots import SlotBackend, SlotWorker, process_ended
+from asp.checks import check_main_module, check_spawnable
 from asp.errors import AspError, ConfigError
 from asp.log import log_settings
-from asp.weights import WeightRef, WeightStore
+from asp.weights import Publications, WeightStore
 
 __all__ = ["LocalBackend", "WorkerProcess", "signal_name"]
-
-log = structlog.get_logger("asp.pool")
 
 _UNPICKLE_IN_THREAD = 1 << 20  # results larger than this (bytes) are unpickled off the loop
 
@@ -82,8 +82,12 @@ def _executor_process(executor: concurrent.futures.ProcessPoolExecutor) -> BaseP
     return next(iter(processes.values()), None)
 
 
-class WorkerProcess:
-    """One slot's spawn process, inside a single-worker ``ProcessPoolExecutor``."""
+class WorkerProcess(SlotWorker):
+    """One slot's spawn process, inside a single-worker ``ProcessPoolExecutor``.
+
+    It is spawned as it is made, by a ping submitted from the event loop's thread; the ping
+    answers once the initializer has built the model.
+    """
 
     def __init__(
         self,
@@ -96,7 +100,6 @@ class WorkerProcess:
         warm: tuple[type[nn.Module], Any] | None,
     ) -> None:
         self.slot = slot
-        self.number = number
         self.stack_dir = stack_dir
         self.executor = concurrent.futures.ProcessPoolExecutor(
             max_workers=1,
@@ -116,28 +119,20 @@ class WorkerProcess:
                 log_settings(),
             ),
         )
-        self.process: BaseProcess | None = None
-        self.started: asyncio.Future[int] | None = None
-        self.start_began = 0.0
-        self.announced = False
-        self.killed = False
+        super().__init__(number, asyncio.get_running_loop().run_in_executor(self.executor, worker.ping))
+        self.process = _executor_process(self.executor)
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    def start(self) -> asyncio.Future[int]:
-        """Spawn the process (from the loop's thread); the future answers once its initializer ran."""
-        self.start_began = time.monotonic()
-        self.started = asyncio.get_running_loop().run_in_executor(self.executor, worker.ping)
-        self.started.add_done_callback(retrieve)
-        self.process = _executor_process(self.executor)
-        return self.started
-
     @property
-    def ready(self) -> bool:
-        fut = self.started
-        return fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None and not self.killed
+    def node(self) -> str:
+        return platform.node()
+
+    async def start_error(self) -> str:
+        code = await self.exit_code()
+        return f"{self.started.exception()!r} (worker exit: {signal_name(code)})"
 
     def alive(self) -> bool:
         """True unless the process has ended (its sentinel is readable: no race with reaping)
@@ -148,7 +143,8 @@ class WorkerProcess:
             return False
         if multiprocessing.connection.wait([self.process.sentinel], timeout=0):
             return False
-        return not _dying(self.process.pid)
+        pid = self.process.pid
+        return pid is not None and not process_ended(pid)
 
     def submit(self, fn: Callable[[bytes], bytes], payload: bytes) -> asyncio.Future[bytes]:
         future = asyncio.get_running_loop().run_in_executor(self.executor, fn, payload)
@@ -195,171 +191,93 @@ class WorkerProcess:
             process.kill()
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    async def kill(self, reason: str) -> None:
+    async def kill(self) -> None:
         """SIGKILL the process and wait (up to 5 s) until it is reaped."""
-        already = self.killed
         self.kill_now()
         if self.process is not None:
             await _wait_exit(self.process, seconds=5.0)
-        if not already:
-            log.info("worker_killed", slot=self.slot, worker=self.number, pid=self.pid, reason=reason)
 
-    async def close(self, *, grace: float) -> None:
-        """Let the idle process exit; kill it if it is still alive after ``grace`` seconds."""
+    async def close(self, *, grace: float) -> bool:
+        """Let the idle process exit; kill it if it is still alive after ``grace`` seconds.
+
+        False when it had to be killed."""
         if self.killed:
-            return
+            return True
         self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.process is not None and not await _wait_exit(self.process, seconds=grace):
-            await self.kill("close_timeout")
+        exited = self.process is None or await _wait_exit(self.process, seconds=grace)
+        if not exited:
+            await self.kill()
         self.killed = True
         # The executor's manager thread ends once its worker has; join it off the loop.
         await asyncio.to_thread(self.executor.shutdown, wait=True)
+        return exited
 
 
-class LocalBackend:
+class LocalBackend(SlotBackend[WorkerProcess]):
     """The slots' worker processes on this machine: start, replace, run shards in, kill, close."""
 
     name = "local"
+    start_errors = (BrokenProcessPool,)
 
     def __init__(
         self, *, workers: int, threads_per_worker: int, start_timeout: float, play_fn: Callable[..., Any]
     ) -> None:
         check_spawnable(play_fn, "play_fn")
-        self.workers = workers
-        self.threads_per_worker = threads_per_worker
-        self.start_timeout = start_timeout
+        super().__init__(workers=workers, threads_per_worker=threads_per_worker, start_timeout=start_timeout)
         self.arrays = SlotArrays(workers)
-        self.procs: list[WorkerProcess | None] = [None] * workers
-        self._failed_starts = StartFailures(workers)
-        self._numbers = 0
         self._tmp: Path | None = None
-        self._weights: WeightStore | None = None
 
     # -- life cycle ---------------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def _prepare(self) -> Publications:
         check_main_module()
         # Named for this process and locked while it lives: a later start removes it if this
         # process is killed before it can (asp.backends.tempdirs).
         self._tmp = tempdirs.owned_dir()
-        self._weights = WeightStore(self._tmp / "weights")
-        began = time.perf_counter()
-        procs = [self._spawn(slot) for slot in range(self.workers)]
-        try:
-            with anyio.fail_after(self.start_timeout):
-                await asyncio.gather(*(p.started for p in procs if p.started is not None))
-        except (BrokenProcessPool, TimeoutError) as e:
-            raise AspError(f"the worker pool could not start: {e!r} (see the workers' stderr)") from e
-        for proc in procs:
-            proc.announced = True
-        seconds = round(time.perf_counter() - began, 3)
-        log.info("pool_started", backend="local", workers=self.workers, pids=[p.pid for p in procs], seconds=seconds)
+        return WeightStore(self._tmp / "weights")
+
+    def _new_worker(self, slot: int, number: int, warm: tuple[type[nn.Module], Any] | None) -> WorkerProcess:
+        assert self._tmp is not None, "start() first"
+        self.arrays.reset(slot)
+        return WorkerProcess(
+            slot=slot,
+            number=number,
+            threads_per_worker=self.threads_per_worker,
+            stack_dir=self._tmp,
+            arrays=self.arrays,
+            warm=warm,
+        )
+
+    def _start_help(self) -> str:
+        return " (see the workers' stderr; the initializer builds the model, which may not fit in memory)"
 
     async def close(self, *, grace: float) -> None:
         for slot in range(self.workers):
             self.arrays.cancel[slot] = 1  # a shard still running stops at its next heartbeat
-        procs = [p for p in self.procs if p is not None]
-        await asyncio.gather(*(p.close(grace=grace) for p in procs))
-        self._remove_files()
 
-    def kill_now(self, slot: int | None = None) -> None:
-        for i, proc in enumerate(self.procs):
-            if proc is not None and slot in (None, i):
-                proc.kill_now()
-        if slot is None:
-            self._remove_files()
+        async def close_one(slot: int, proc: WorkerProcess) -> None:
+            if not await proc.close(grace=grace):
+                self._log_killed(slot, proc, "close_timeout")
 
-    def _remove_files(self) -> None:
+        await asyncio.gather(*(close_one(slot, p) for slot, p in enumerate(self.slots) if p is not None))
+        self._let_go()
+
+    def _let_go(self) -> None:
         if self._weights is not None:
             self._weights.close()
         if self._tmp is not None:
             tempdirs.release(self._tmp)
 
-    def check_network(self, net: nn.Module, role: str) -> None:
-        check_rebuildable(net, role)
-
-    async def publish(self, role: str, net: nn.Module, version: int) -> WeightRef:
-        assert self._weights is not None, "start() first"
-        # torch.save, fsync and the comparison with the last publication take long for a large
-        # model: off the event loop, so that shards of other work are collected meanwhile.
-        ref: WeightRef = await asyncio.to_thread(self._weights.publish, role, net, version=version, hold=True)
-        return ref
-
-    def release(self, ref: WeightRef) -> None:
-        if self._weights is not None:
-            self._weights.release(ref)
-
-    def _warm(self) -> tuple[type[nn.Module], Any] | None:
-        return self._weights.first_model if self._weights is not None else None
-
-    # -- slots --------------------------------------------------------------------------------
-
-    def pid(self, slot: int) -> int | None:
-        proc = self.procs[slot]
-        return proc.pid if proc is not None and not proc.killed else None
-
-    def vacant(self) -> list[int]:
-        return [slot for slot, proc in enumerate(self.procs) if proc is None or proc.killed]
-
-    def replace(self, slot: int) -> None:
-        self._spawn(slot)
-
-    def _spawn(self, slot: int) -> WorkerProcess:
-        assert self._tmp is not None, "start() first"
-        self._numbers += 1
-        proc = WorkerProcess(
-            slot=slot,
-            number=self._numbers,
-            threads_per_worker=self.threads_per_worker,
-            stack_dir=self._tmp,
-            arrays=self.arrays,
-            warm=self._warm(),
-        )
-        self.procs[slot] = proc
-        self.arrays.reset(slot)
-        proc.start()
-        return proc
-
-    def ready(self, slot: int) -> bool:
-        proc = self.procs[slot]
-        return proc is not None and proc.ready
-
-    def starting(self) -> list[asyncio.Future[Any]]:
-        return [p.started for p in self.procs if p is not None and p.started is not None and not p.started.done()]
-
-    async def check_starts(self) -> None:
-        for slot, proc in enumerate(self.procs):
-            if proc is not None and proc.ready and not proc.announced:
-                proc.announced = True
-                self._failed_starts.started(slot)
-                seconds = round(time.monotonic() - proc.start_began, 3)
-                log.info("worker_started", slot=slot, worker=proc.number, pid=proc.pid, seconds=seconds)
-            if proc is None or proc.started is None or proc.killed or proc.ready:
-                continue
-            fut = proc.started
-            if fut.done():
-                exc = fut.exception()
-                code = await proc.exit_code()
-                reason = f"{exc!r} (worker exit: {signal_name(code)})"
-            elif time.monotonic() - proc.start_began > self.start_timeout:
-                reason = f"not started within start_timeout={self.start_timeout} s"
-            else:
-                continue
-            await proc.kill("start_failed")
-            self.procs[slot] = None
-            hint = " (see the workers' stderr; the initializer builds the model, which may not fit in memory)"
-            self._failed_starts.failed(slot, reason, worker="worker", hint=hint, pid=proc.pid)
+    # -- shards -------------------------------------------------------------------------------
 
     async def idle_loss(self, slot: int) -> str | None:
-        proc = self._proc(slot)
+        proc = self._worker(slot)
         if proc.alive():
             return None
         return signal_name(await proc.exit_code())
 
-    # -- shards -------------------------------------------------------------------------------
-
     def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
-        proc = self._proc(slot)
+        proc = self._worker(slot)
         try:
             payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
@@ -429,15 +347,7 @@ class LocalBackend:
         self.arrays.cancel[slot] = 1
 
     async def stack(self, slot: int) -> str:
-        return await self._proc(slot).dump_stack()
-
-    async def kill(self, slot: int, reason: str) -> None:
-        await self._proc(slot).kill(reason)
-
-    def _proc(self, slot: int) -> WorkerProcess:
-        proc = self.procs[slot]
-        assert proc is not None, f"slot {slot} has no worker"
-        return proc
+        return await self._worker(slot).dump_stack()
 
 
 def _chain(source: asyncio.Future[Any], target: asyncio.Future[Any]) -> None:
@@ -474,15 +384,6 @@ async def _wait_exit(process: BaseProcess, *, seconds: float) -> bool:
     while process.is_alive() and time.monotonic() < deadline:  # noqa: ASYNC110 (no event for "reaped")
         await asyncio.sleep(0.005)
     return not process.is_alive()
-
-
-def _dying(pid: int | None) -> bool:
-    """True when ``pid`` is a zombie or dead (Linux's /proc; elsewhere the sentinel alone decides)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
-        return False
 
 
 def signal_name(exitcode: int | None) -> str:
