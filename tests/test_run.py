@@ -467,9 +467,9 @@ def _longest_gap(ticks: list[float], start: float, end: float) -> float:
 async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_keeps_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While a 110 MB checkpoint or the curves are written, the loop (which collects the shards of
-    the next iteration) keeps turning."""
-    spans: dict[str, list[tuple[float, float]]] = {"checkpoint": [], "curves": []}
+    """While a 110 MB checkpoint is copied and written, or the curves are drawn, the loop (which
+    collects the shards of the next iteration) keeps turning."""
+    spans: dict[str, list[tuple[float, float]]] = {"copy": [], "checkpoint": [], "curves": []}
 
     def timed(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         def timed_call(*args: Any, **kwargs: Any) -> Any:
@@ -482,6 +482,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
         return timed_call
 
     monkeypatch.setattr(asp.app.run, "save_atomic", timed("checkpoint", asp.app.run.save_atomic))
+    monkeypatch.setattr(asp.app.session, "checkpoint_state", timed("copy", asp.app.session.checkpoint_state))
     call = Writer.call
 
     def writer_call(writer: Writer, func: Callable[..., Any], *args: Any) -> Any:
@@ -505,7 +506,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
         ticking.cancel()
     assert [m["iteration"] for m in history] == [0, 1]
     assert load_checkpoint(run.checkpoint)["next_iteration"] == 2
-    assert [len(spans["checkpoint"]), len(spans["curves"])] == [2, 2]
+    assert [len(spans["copy"]), len(spans["checkpoint"]), len(spans["curves"])] == [2, 2, 2]
     assert run.curves.read_bytes().startswith(b"\x89PNG")
     for name, windows in spans.items():
         for start, end in windows:

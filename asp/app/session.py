@@ -291,7 +291,10 @@ async def _session(
                         # after training on this iteration, copied before any thread writes it.
                         # (The weights of plays that had begun are snapshots: nothing writes them.)
                         pending = [(v, weights.state_dict()) for v, weights in report.pending_plays]
-                        checkpoint = checkpoint_state(
+                        # Copied in a thread (tens of megabytes: the model, the optimizer's
+                        # moments, the weights of pending plays) while the loop collects shards.
+                        checkpoint = await finish_in_thread(
+                            checkpoint_state,
                             trainer,
                             cfg,
                             next_iteration=report.iteration + 1,
