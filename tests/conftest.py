@@ -1,4 +1,5 @@
-"""Shared fixtures of the orchestrator tests (test_selfplay, test_backends, test_faults, test_sync...)."""
+"""Shared fixtures: captured log events, live child processes, one torch thread, and the external
+tools (Stockfish, pgn-extract) that some tests need. The helpers behind them are in helpers.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import psutil
 import pytest
 import structlog
 import torch
+from helpers import external_tool, pid_alive
 from structlog.testing import capture_logs
 
 
@@ -43,13 +45,6 @@ def _is_resource_tracker(process: psutil.Process) -> bool:
         return False
 
 
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def live_children() -> list[int]:
     """Pids of this process's live descendants, except multiprocessing's resource tracker.
 
@@ -57,7 +52,9 @@ def live_children() -> list[int]:
     that lives as long as this process, whatever pool created it: it is no worker and never leaks.
     A zombie (exited, not yet reaped) counts as gone.
     """
-    return sorted(p.pid for p in psutil.Process().children(recursive=True) if _alive(p) and not _is_resource_tracker(p))
+    return sorted(
+        p.pid for p in psutil.Process().children(recursive=True) if pid_alive(p.pid) and not _is_resource_tracker(p)
+    )
 
 
 @pytest.fixture
@@ -75,3 +72,17 @@ def one_torch_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def stockfish() -> str:
+    """The path of Stockfish, found where asp looks for it. Where it is missing the test is
+    skipped with the command that installs it; with ``ASP_REQUIRE_TOOLS=1`` (CI) it fails."""
+    return external_tool("stockfish")
+
+
+@pytest.fixture(scope="session")
+def pgn_extract() -> str:
+    """The path of pgn-extract, on PATH or in /usr/games; missing: skipped, or with
+    ``ASP_REQUIRE_TOOLS=1`` (CI) failed, as for :func:`stockfish`."""
+    return external_tool("pgn-extract")

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from selfplay_helpers import Logs, events, ids, pid_alive, tiny
+from helpers import pid_alive, survivors, wait_until
+from selfplay_helpers import Logs, events, ids, tiny
 from torch import nn
 
 from asp import SelfPlay, backends, progress
@@ -176,10 +177,7 @@ async def test_closing_stops_a_running_call_and_leaves_no_worker(backend: str) -
     await selfplay.aclose()
     with pytest.raises(Exception, match="closed"):
         await task
-    deadline = time.monotonic() + 10
-    while any(pid_alive(pid) for pid in workers) and time.monotonic() < deadline:  # noqa: ASYNC110
-        await asyncio.sleep(0.05)
-    assert not [pid for pid in workers if pid_alive(pid)]
+    assert await asyncio.to_thread(survivors, workers, seconds=10) == []
 
 
 @pytest.mark.asyncio
@@ -236,10 +234,7 @@ async def test_a_worker_killed_between_calls_is_replaced_without_charging_a_shar
         victim = selfplay.pids[0]
         assert victim is not None
         os.kill(victim, signal.SIGKILL)
-        deadline = time.monotonic() + 20
-        while pid_alive(victim):
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.05)
+        await wait_until(lambda: not pid_alive(victim), seconds=20)
         records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
         assert ids(records) == [0, 1, 2, 3]
         assert stats["retries"] == 0  # retries=0: a charge would have failed the call
@@ -282,10 +277,7 @@ async def kill_and_wait(pid: int | None) -> None:
     """SIGKILL worker ``pid`` and wait until it is gone."""
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 20
-    while pid_alive(pid):
-        assert time.monotonic() < deadline, f"worker {pid} outlived SIGKILL"
-        await asyncio.sleep(0.05)
+    await wait_until(lambda: not pid_alive(pid), seconds=20)
 
 
 @pytest.mark.asyncio

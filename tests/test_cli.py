@@ -8,7 +8,6 @@ several tests read are module fixtures, and independent runs start side by side.
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import math
 import os
@@ -22,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import chess.pgn
 import psutil
 import pytest
 import torch
+from helpers import pgn_games, survivors
 
 from asp.app.run import RunConfig, load_checkpoint
 from asp.tinychess.model import ModelConfig
@@ -70,14 +69,6 @@ def checkpoint(run: Path) -> dict[str, Any]:
 
 def metrics(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-
-
-def pgn_games(path: Path) -> list[chess.pgn.Game]:
-    stream = io.StringIO(path.read_text())
-    games = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        games.append(game)
-    return games
 
 
 def files(run: Path) -> dict[str, bytes]:
@@ -307,20 +298,6 @@ def _wait_for_first_iteration(proc: subprocess.Popen[bytes], run: Path, log: Pat
         time.sleep(0.1)
 
 
-def _gone(process: psutil.Process) -> bool:
-    try:
-        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def _survivors(children: list[psutil.Process], seconds: float = 10.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while (alive := [p.pid for p in children if not _gone(p)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
-
-
 @pytest.fixture
 def long_run(tmp_path: Path) -> Iterator[tuple[Path, Path, list[str]]]:
     """(run dir, stderr file, the command's options); kills whatever is left at the end."""
@@ -357,11 +334,11 @@ def _interrupt(run: Path, log: Path, options: list[str], games: str, sig: signal
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    survivors = _survivors(children)
+    left = survivors([child.pid for child in children], seconds=10)
     for child in children:  # none, unless the test fails: then it leaves nothing behind either
-        if child.pid in survivors:
+        if child.pid in left:
             child.kill()
-    assert survivors == [], f"children left alive after {sig.name}"
+    assert left == [], f"children left alive after {sig.name}"
     return code, seconds
 
 
@@ -482,7 +459,9 @@ def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_
     stderr = log.read_text()
     assert code == 130, stderr
     assert f"resume with: asp train --resume {run}" in stderr
-    assert _survivors(children) == [], f"children left alive after two Ctrl-C:\n{stderr}"
+    assert survivors([child.pid for child in children], seconds=10) == [], (
+        f"children left alive after two Ctrl-C:\n{stderr}"
+    )
     deadline = time.monotonic() + 10
     while (group := _process_group(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -25,7 +25,7 @@ import chess
 import psutil
 import pytest
 import torch
-from test_pgn_extract import assert_pgn_extract_accepts
+from helpers import assert_pgn_extract_accepts, pid_alive, survivors
 from torch import nn
 
 from asp.app.evaluate import match_result_of
@@ -33,7 +33,7 @@ from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
 from asp.sync import play_games_parallel
 from asp.tinychess import GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent, find_engine
+from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.openings import match_openings
 from asp.tinychess.play import BoardPlayer
 
@@ -83,13 +83,6 @@ def fake_engine(tmp_path: Path, *, fail_at: int = 0, how: str = "exit") -> str:
     return str(path)
 
 
-def stockfish() -> str:
-    try:
-        return find_engine()
-    except EngineNotFound:
-        pytest.skip("Stockfish is not installed (apt-get install stockfish; CI installs it)")
-
-
 def engines_running(name: str) -> list[int]:
     """Pids of live processes (not zombies) whose command line mentions ``name``."""
     found = []
@@ -98,14 +91,6 @@ def engines_running(name: str) -> list[int]:
         if name in cmdline and p.info["status"] != psutil.STATUS_ZOMBIE and p.pid != os.getpid():
             found.append(p.pid)
     return found
-
-
-def alive(process: psutil.Process) -> bool:
-    """Running and not a zombie (an exited process that nobody has reaped yet)."""
-    try:
-        return bool(process.status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
 
 
 def tiny_model() -> TinyChess:
@@ -212,7 +197,7 @@ def play_against_fake(path: str, cfg: PlayConfig) -> tuple[EngineOpponent, list[
 
 @pytest.mark.timeout(60)
 def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
-    tmp_path: Path, logs: list[dict[str, Any]]
+    tmp_path: Path, logs: list[dict[str, Any]], pgn_extract: str
 ) -> None:
     path = fake_engine(tmp_path, fail_at=3, how="exit")
     # One game at a time, two engine moves a game: each engine plays games 2k (two moves) and
@@ -232,7 +217,7 @@ def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
     assert engines_running(path) == []
     # A game cut short by the engine is still a valid PGN game, result "*".
     pgn = write_pgn(records, tmp_path / "failures.pgn", event="asp evaluation")
-    assert_pgn_extract_accepts(pgn, games=len(records))
+    assert_pgn_extract_accepts(pgn, games=len(records), pgn_extract=pgn_extract)
 
 
 @pytest.mark.timeout(60)
@@ -279,8 +264,8 @@ def test_an_engine_that_never_starts_is_killed_and_counts_as_a_failure(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.usefixtures("stockfish")
 def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
-    stockfish()
     opponent = EngineOpponent(EngineConfig(nodes=50))
     cfg = PlayConfig(n_games=4, max_plies=20, openings=match_openings(), samples=False, model_version=7)
     try:
@@ -294,15 +279,15 @@ def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
     assert stats["games"] == 4 and "engine_failure" not in stats["terminations"]
     assert all(r.opponent_name == "stockfish skill 0 nodes 50" for r in records)
     assert {(r.white, r.black) for r in records} == {("model", "opponent"), ("opponent", "model")}
-    assert not alive(engine)
+    assert not pid_alive(engine.pid)
     assert match_result_of(records).games == 4
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("stockfish")
 def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_the_worker(
     children: Callable[[], list[int]], logs: list[dict[str, Any]]
 ) -> None:
-    stockfish()
     engines: dict[int, tuple[psutil.Process, int]] = {}  # pid: (process, parent pid), as seen while playing
     done = threading.Event()
 
@@ -329,15 +314,15 @@ def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_t
     parents = [parent for _, parent in engines.values()]
     # Engines ran under the workers, one per worker for all its shards (4 shards, 2 workers).
     assert 1 <= len(parents) == len(set(parents)) <= 2 and os.getpid() not in parents, engines
-    assert not any(alive(p) for p, _ in engines.values())  # closed with their workers
+    assert not any(pid_alive(pid) for pid in engines)  # closed with their workers
     assert children() == []
     assert not [e for e in logs if e["event"] == "worker_killed"]  # the workers exited by themselves
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.usefixtures("stockfish")
 def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
     """Stockfish quits at end of file on its input, which the kernel closes with a killed owner."""
-    stockfish()
     script = textwrap.dedent("""
         import chess, sys, time
         from asp.tinychess.engine import EngineConfig, EngineOpponent
@@ -349,15 +334,12 @@ def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert owner.stdout is not None
-        engine = psutil.Process(int(owner.stdout.readline()))
-        assert alive(engine)
+        engine = int(owner.stdout.readline())
+        assert pid_alive(engine)
         owner.send_signal(signal.SIGKILL)
     finally:
         owner.kill()
         owner.wait(10)
         if owner.stdout is not None:
             owner.stdout.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and alive(engine):
-        time.sleep(0.05)
-    assert not alive(engine)
+    assert survivors([engine], seconds=10) == []

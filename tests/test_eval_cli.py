@@ -8,22 +8,19 @@ as a subprocess, the way a user runs it.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-import chess.pgn
 import pytest
 import torch
-from test_pgn_extract import assert_pgn_extract_accepts
+from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.app.cli import main
 from asp.app.run import CHECKPOINT, RunConfig, checkpoint_state
 from asp.atomic import save_atomic
-from asp.tinychess.engine import EngineNotFound, find_engine
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.train import Trainer
 
@@ -52,21 +49,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return make_run(base / "first", version=3, seed=1), make_run(base / "second", version=5, seed=2)
 
 
-def stockfish() -> None:
-    try:
-        find_engine()
-    except EngineNotFound:
-        pytest.skip("Stockfish is not installed (apt-get install stockfish; CI installs it)")
-
-
-def games_of(path: Path) -> list[chess.pgn.Game]:
-    stream = io.StringIO(path.read_text(encoding="utf-8"))
-    games = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        games.append(game)
-    return games
-
-
 def eval_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     assert main(["eval", *argv]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out.strip()
@@ -91,10 +73,10 @@ def check_counts(found: re.Match[str], games: int) -> None:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.usefixtures("stockfish")
 def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pgn(
-    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], pgn_extract: str
 ) -> None:
-    stockfish()
     pgn = tmp_path / "eval.pgn"
     argv = [str(runs[0]), "--vs", "stockfish", "--games", "4", "--nodes", "50", "--max-plies", "20",
             "--workers", "2", "--pgn", str(pgn)]  # fmt: skip
@@ -102,13 +84,13 @@ def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pg
     found = re.search(LINE.format(version=3, opponent="stockfish skill 0 nodes 50", games=4), line)
     assert found and line.endswith(f"; engine failures: 0; wrote {pgn}"), line
     check_counts(found, 4)
-    games = games_of(pgn)
+    games = pgn_games(pgn)
     assert [g.headers["Opponent"] for g in games] == ["stockfish skill 0 nodes 50"] * 4
     assert {g.headers["Event"] for g in games} == {"asp evaluation"}
     # Each of the first two openings, with the model as White and then as Black.
     assert [g.headers["White"] == "asp model v3" for g in games] == [True, False, True, False]
     assert games[0].headers["FEN"] == games[1].headers["FEN"] != games[2].headers["FEN"]
-    assert_pgn_extract_accepts(pgn, games=4)
+    assert_pgn_extract_accepts(pgn, games=4, pgn_extract=pgn_extract)
 
 
 @pytest.mark.timeout(60)
@@ -121,7 +103,7 @@ def test_eval_against_another_checkpoint_names_it_with_its_version(
     found = re.search(LINE.format(version=3, opponent=re.escape(f"{second} (version 5)"), games=4), line)
     assert found, line
     check_counts(found, 4)
-    games = games_of(pgn)
+    games = pgn_games(pgn)
     assert {g.headers["Opponent"] for g in games} == {"asp model v5 of second"}
     assert {g.headers["OpponentVersion"] for g in games} == {"5"} and {g.headers["ModelVersion"] for g in games} == {
         "3"
@@ -187,8 +169,8 @@ def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.timeout(200)
+@pytest.mark.usefixtures("stockfish")
 def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) -> None:
-    stockfish()
     done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-nodes", "20")
     assert done.returncode == 0, done.stderr
     (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]

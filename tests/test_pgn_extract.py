@@ -9,8 +9,6 @@ differently (tags or moves) from python-chess.
 
 from __future__ import annotations
 
-import io
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +17,7 @@ import chess
 import chess.pgn
 import pytest
 import torch
+from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.app.cli import main
 from asp.app.pgn import write_pgn
@@ -31,58 +30,9 @@ OPENINGS = (
     "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",  # en passant
     "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",  # castling both ways
 )
-LINE_LIMIT = 255  # the PGN standard's longest line, newline included
 
 # Tiny networks run fastest on one thread, and do not stall when the machine is busy.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def pgn_extract() -> str:
-    """Path of the pgn-extract program: on PATH, or in /usr/games where Debian puts it."""
-    found = shutil.which("pgn-extract") or shutil.which("pgn-extract", path="/usr/games")
-    if found is None:
-        pytest.fail("pgn-extract is not installed (not on PATH, not in /usr/games): apt-get install pgn-extract")
-    return found
-
-
-def _games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    games = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        games.append(game)
-    return games
-
-
-def assert_pgn_extract_accepts(path: Path, *, games: int) -> None:
-    """Fail unless pgn-extract reads all ``games`` games of ``path`` without a diagnostic, and
-    reads each with the tags and moves python-chess reads."""
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    too_long = [n for n, line in enumerate(lines, 1) if len(line) > LINE_LIMIT]
-    assert not too_long, f"{path}: lines over {LINE_LIMIT} characters: {too_long[:5]}"
-    work = path.parent / f"{path.stem}.pgn-extract"
-    work.mkdir(exist_ok=True)
-    log, out = work / "log.txt", work / "out.pgn"
-    # -s: no line per game; --nobadresults: drop (and report) a game whose Result contradicts a
-    # mate or stalemate on the board; -l: every diagnostic into the log; -o: the games it kept.
-    result = subprocess.run(
-        [pgn_extract(), "-s", "--nobadresults", "-l", str(log), "-o", str(out), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    report = f"{path}: pgn-extract exited {result.returncode}\n{result.stdout}{result.stderr}" + (
-        log.read_text(encoding="utf-8", errors="replace") if log.exists() else "(no log)"
-    )
-    assert result.returncode == 0, report
-    assert not result.stdout.strip() and not result.stderr.strip(), report
-    assert log.exists() and not log.read_text(encoding="utf-8", errors="replace").strip(), report
-    ours, theirs = _games(path.read_text(encoding="utf-8")), _games(out.read_text(encoding="utf-8"))
-    assert len(ours) == games, f"{path}: python-chess read {len(ours)} games, expected {games}"
-    assert len(theirs) == games, f"{path}: pgn-extract kept {len(theirs)} of {games} games\n{report}"
-    for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-        assert not a.errors, (k, a.errors)
-        assert dict(a.headers) == dict(b.headers), f"game {k}: tags differ after pgn-extract"
-        assert list(a.mainline_moves()) == list(b.mainline_moves()), f"game {k}: moves differ after pgn-extract"
 
 
 @pytest.fixture(scope="module")
@@ -91,21 +41,21 @@ def model() -> TinyChess:
     return TinyChess(ModelConfig(hidden=32, blocks=1))
 
 
-def test_self_play_games_pass(model: TinyChess, tmp_path: Path) -> None:
+def test_self_play_games_pass(model: TinyChess, tmp_path: Path, pgn_extract: str) -> None:
     records, _ = play_games(model, None, PlayConfig(n_games=6, max_plies=40, openings=OPENINGS, seed=1))
     path = write_pgn(records, tmp_path / "selfplay.pgn")
-    assert_pgn_extract_accepts(path, games=6)
+    assert_pgn_extract_accepts(path, games=6, pgn_extract=pgn_extract)
 
 
-def test_games_against_the_random_mover_pass(model: TinyChess, tmp_path: Path) -> None:
+def test_games_against_the_random_mover_pass(model: TinyChess, tmp_path: Path, pgn_extract: str) -> None:
     cfg = PlayConfig(n_games=8, max_plies=40, openings=OPENINGS, seed=2, model_version=3, opponent_temperature=1.0)
     records, _ = play_games(model, RandomMover(), cfg)
     path = write_pgn(records, tmp_path / "eval.pgn", event="asp evaluation", opponent="random")
-    assert_pgn_extract_accepts(path, games=8)
-    assert {g.headers["Opponent"] for g in _games(path.read_text(encoding="utf-8"))} == {"random"}
+    assert_pgn_extract_accepts(path, games=8, pgn_extract=pgn_extract)
+    assert {g.headers["Opponent"] for g in pgn_games(path)} == {"random"}
 
 
-def test_games_that_end_by_the_rules_pass(tmp_path: Path) -> None:
+def test_games_that_end_by_the_rules_pass(tmp_path: Path, pgn_extract: str) -> None:
     """Checkmate and stalemate, whose Result pgn-extract checks against the board."""
     torch.manual_seed(1)
     mover = RandomMover()
@@ -113,19 +63,19 @@ def test_games_that_end_by_the_rules_pass(tmp_path: Path) -> None:
     mates = ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1")
     records, stats = play_games(mover, None, PlayConfig(n_games=16, max_plies=6, openings=mates, seed=3))
     assert {"checkmate", "stalemate"} <= set(stats["terminations"]), stats["terminations"]
-    assert_pgn_extract_accepts(write_pgn(records, tmp_path / "endings.pgn"), games=16)
+    assert_pgn_extract_accepts(write_pgn(records, tmp_path / "endings.pgn"), games=16, pgn_extract=pgn_extract)
 
 
-def test_the_file_asp_play_writes_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_file_asp_play_writes_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str], pgn_extract: str) -> None:
     out = tmp_path / "play.pgn"
     argv = ["play", "--games", "3", "--max-plies", "30", "--workers", "1", "--seed", "1", "--out", str(out)]
     assert main(argv) == 0
     assert str(out) in capsys.readouterr().out
-    assert_pgn_extract_accepts(out, games=3)
+    assert_pgn_extract_accepts(out, games=3, pgn_extract=pgn_extract)
 
 
 @pytest.mark.timeout(180)
-def test_the_games_asp_train_writes_pass(tmp_path: Path) -> None:
+def test_the_games_asp_train_writes_pass(tmp_path: Path, pgn_extract: str) -> None:
     run = tmp_path / "run"
     argv = ["train", "--iterations", "1", "--games", "4", "--max-plies", "20", "--eval-games", "4", "--hidden", "16"]
     result = subprocess.run(
@@ -135,7 +85,7 @@ def test_the_games_asp_train_writes_pass(tmp_path: Path) -> None:
         timeout=150,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert_pgn_extract_accepts(run / "games" / "iter-0000.pgn", games=4)
+    assert_pgn_extract_accepts(run / "games" / "iter-0000.pgn", games=4, pgn_extract=pgn_extract)
 
 
 @pytest.mark.parametrize(
@@ -145,7 +95,9 @@ def test_the_games_asp_train_writes_pass(tmp_path: Path) -> None:
         ("1. f3 e5 2. g4 Qh4#", "1-0", "inconsistent with checkmate"),  # a Result that contradicts the mate
     ],
 )
-def test_the_check_fails_on_a_broken_file(tmp_path: Path, movetext: str, result: str, diagnostic: str) -> None:
+def test_the_check_fails_on_a_broken_file(
+    tmp_path: Path, movetext: str, result: str, diagnostic: str, pgn_extract: str
+) -> None:
     good = write_pgn(
         play_games(RandomMover(), None, PlayConfig(n_games=1, max_plies=10))[0], tmp_path / "good.pgn"
     ).read_text(encoding="utf-8")
@@ -154,5 +106,5 @@ def test_the_check_fails_on_a_broken_file(tmp_path: Path, movetext: str, result:
                    ("Round", "1"), ("White", "a"), ("Black", "b"), ("Result", result)])  # fmt: skip
     broken.write_text(good + "\n" + tags + "\n" + f"{movetext} {result}\n", encoding="utf-8")
     with pytest.raises(AssertionError, match=diagnostic):
-        assert_pgn_extract_accepts(broken, games=2)
-    assert_pgn_extract_accepts(tmp_path / "good.pgn", games=1)  # the game around it was fine
+        assert_pgn_extract_accepts(broken, games=2, pgn_extract=pgn_extract)
+    assert_pgn_extract_accepts(tmp_path / "good.pgn", games=1, pgn_extract=pgn_extract)  # the game around it was fine

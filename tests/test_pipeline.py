@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import torch
+from helpers import wait_until
 from pipeline_helpers import IdConfig, id_play
 from torch import nn
 
@@ -58,13 +59,6 @@ def weight_sum(model: nn.Module) -> float:
 def play_tasks() -> list[asyncio.Task[Any]]:
     """The pipeline's play tasks that have not finished."""
     return [t for t in asyncio.all_tasks() if t.get_name().startswith("asp-play-") and not t.done()]
-
-
-async def wait_until(predicate: Callable[[], bool], *, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 class CountingTrain:

@@ -23,6 +23,7 @@ from typing import Any
 
 import psutil
 import pytest
+from helpers import survivors
 
 from asp import AspError, SelfPlay
 from asp.testing import fault_play
@@ -53,17 +54,6 @@ def users_of(directory: Path, *, spare: int | None = None) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
-
-
-def alive(pids: list[int]) -> list[int]:
-    left = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                left.append(pid)
-        except psutil.NoSuchProcess:
-            continue
-    return left
 
 
 def wait_for(check: Callable[[], Any], seconds: float) -> Any:
@@ -118,7 +108,7 @@ def test_a_sigkilled_owner_leaves_no_ray_process_and_no_directory(tmp_path: Path
         owner.wait(timeout=30)
         if not directories:
             directories = ray_dirs(owner.pid)
-    assert wait_for(lambda: alive(descendants), 20) == []
+    assert survivors(descendants, seconds=20) == []
     assert wait_for(lambda: [u for d in directories for u in users_of(d)], 10) == []
     assert wait_for(lambda: ray_dirs(owner.pid), 10) == []
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import pickle
 from pathlib import Path
@@ -12,6 +11,7 @@ import chess
 import chess.pgn
 import pytest
 import torch
+from helpers import pgn_games
 
 from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
@@ -53,15 +53,6 @@ def _record(game_id: int = 0, moves: list[str] | None = None, **kwargs: object) 
     return GameRecord(**fields)  # type: ignore[arg-type]
 
 
-def _read_games(text: str) -> list[chess.pgn.Game]:
-    stream = io.StringIO(text)
-    games = []
-    while (game := chess.pgn.read_game(stream)) is not None:
-        assert not game.errors, game.errors
-        games.append(game)
-    return games
-
-
 @pytest.fixture(scope="module")
 def played() -> list[GameRecord]:
     """Real games: self-play and games against an opponent, from several starts."""
@@ -79,7 +70,7 @@ def test_to_pgn_round_trips_through_python_chess(played: list[GameRecord]) -> No
     for record in played:
         text = to_pgn(record)
         assert max(len(line) for line in text.splitlines()) <= 80  # PGN's export format
-        (game,) = _read_games(text)
+        (game,) = pgn_games(text)
         assert [m.uci() for m in game.mainline_moves()] == record.moves
         headers = game.headers
         assert headers["Result"] == record.result
@@ -97,7 +88,7 @@ def test_to_pgn_round_trips_through_python_chess(played: list[GameRecord]) -> No
 
 def test_pgn_names_the_players_and_their_versions() -> None:
     record = _record(white=OPPONENT, black=MODEL, model_version=12, opponent_version=9, result="0-1")
-    headers = _read_games(to_pgn(record))[0].headers
+    headers = pgn_games(to_pgn(record))[0].headers
     assert "opponent" in headers["White"] and "9" in headers["White"]
     assert "model" in headers["Black"] and "12" in headers["Black"]
     assert headers["Result"] == "0-1"
@@ -106,7 +97,7 @@ def test_pgn_names_the_players_and_their_versions() -> None:
 
 def test_pgn_of_a_non_standard_start_has_setup_and_fen_headers() -> None:
     record = _record(moves=["b7b8n", "h8g7"], start_fen=ONLY_PROMOTIONS_FEN, termination="max_plies")
-    (game,) = _read_games(to_pgn(record))
+    (game,) = pgn_games(to_pgn(record))
     assert game.headers["SetUp"] == "1"
     assert game.headers["FEN"] == ONLY_PROMOTIONS_FEN
     assert [m.uci() for m in game.mainline_moves()] == ["b7b8n", "h8g7"]
@@ -114,7 +105,7 @@ def test_pgn_of_a_non_standard_start_has_setup_and_fen_headers() -> None:
 
 
 def test_pgn_has_the_seven_tag_roster_first_then_asp_tags() -> None:
-    headers = _read_games(to_pgn(_record()))[0].headers
+    headers = pgn_games(to_pgn(_record()))[0].headers
     assert list(headers)[:7] == ["Event", "Site", "Date", "Round", "White", "Black", "Result"]
     assert headers["Site"] == "asp" and headers["Event"] == "asp self-play"
     assert all(headers[t] != "?" for t in headers)
@@ -128,12 +119,12 @@ def test_pgn_termination_is_a_standard_value_and_asp_keeps_its_word() -> None:
     assert set(PGN_TERMINATION.values()) <= standard
     for word, expected in [("checkmate", "normal"), ("max_plies", "adjudication"), ("engine_failure", "emergency"),
                            ("a_word_asp_adds_later", "adjudication")]:  # fmt: skip
-        headers = _read_games(to_pgn(_record(termination=word)))[0].headers
+        headers = pgn_games(to_pgn(_record(termination=word)))[0].headers
         assert (headers["Termination"], headers["AspTermination"]) == (expected, word)
 
 
 def test_self_play_names_the_opponent_self() -> None:
-    headers = _read_games(to_pgn(_record(model_version=7)))[0].headers
+    headers = pgn_games(to_pgn(_record(model_version=7)))[0].headers
     assert headers["Opponent"] == "self"
     assert headers["White"] == headers["Black"] == "asp model v7"
     assert headers["ModelVersion"] == "7"
@@ -141,14 +132,14 @@ def test_self_play_names_the_opponent_self() -> None:
 
 def test_the_opponent_description_names_the_opponent_in_its_tag_and_as_its_player() -> None:
     record = _record(white=OPPONENT, black=MODEL, model_version=5, opponent_version=0, result="0-1")
-    headers = _read_games(to_pgn(record, opponent="stockfish skill 0 nodes 100"))[0].headers
+    headers = pgn_games(to_pgn(record, opponent="stockfish skill 0 nodes 100"))[0].headers
     assert headers["Opponent"] == headers["White"] == "stockfish skill 0 nodes 100"
     assert headers["Black"] == "asp model v5"
     assert headers["OpponentVersion"] == "0"
     named = dataclasses.replace(record, opponent_name="asp model v3")
-    assert _read_games(to_pgn(named))[0].headers["Opponent"] == "asp model v3"
+    assert pgn_games(to_pgn(named))[0].headers["Opponent"] == "asp model v3"
     # The argument wins over the record's own description.
-    assert _read_games(to_pgn(named, opponent="random"))[0].headers["White"] == "random"
+    assert pgn_games(to_pgn(named, opponent="random"))[0].headers["White"] == "random"
 
 
 @pytest.mark.parametrize("bad", ["", 'say "hi"', "back\\slash", "two\nlines", "x" * 201])
@@ -165,7 +156,7 @@ def test_a_value_pgn_cannot_hold_raises_config_error_naming_the_field(bad: str) 
 def test_write_pgn_describes_evaluation_games(tmp_path: Path) -> None:
     model = TinyChess(ModelConfig(hidden=16, blocks=1))
     records, _ = play_games(model, RandomMover(), PlayConfig(n_games=2, max_plies=6, model_version=2))
-    games = _read_games(write_pgn(records, tmp_path / "eval.pgn", event="asp evaluation", opponent="random")
+    games = pgn_games(write_pgn(records, tmp_path / "eval.pgn", event="asp evaluation", opponent="random")
                         .read_text(encoding="utf-8"))  # fmt: skip
     assert [g.headers["Event"] for g in games] == ["asp evaluation"] * 2
     assert [g.headers["Opponent"] for g in games] == ["random"] * 2
@@ -173,7 +164,7 @@ def test_write_pgn_describes_evaluation_games(tmp_path: Path) -> None:
 
 
 def test_to_pgn_event_name() -> None:
-    assert _read_games(to_pgn(_record(), event="league round 3"))[0].headers["Event"] == "league round 3"
+    assert pgn_games(to_pgn(_record(), event="league round 3"))[0].headers["Event"] == "league round 3"
 
 
 def test_write_pgn_round_trip_and_atomic(tmp_path: Path, played: list[GameRecord]) -> None:
@@ -182,7 +173,7 @@ def test_write_pgn_round_trip_and_atomic(tmp_path: Path, played: list[GameRecord
     assert returned == target
     assert target.is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["games.pgn"]  # no temp file left behind
-    games = _read_games(target.read_text(encoding="utf-8"))
+    games = pgn_games(target.read_text(encoding="utf-8"))
     assert [[m.uci() for m in g.mainline_moves()] for g in games] == [r.moves for r in played]
     assert [g.headers["Result"] for g in games] == [r.result for r in played]
 
@@ -191,7 +182,7 @@ def test_write_pgn_replaces_an_existing_file(tmp_path: Path, played: list[GameRe
     target = tmp_path / "games.pgn"
     target.write_text("old contents that are not PGN\n" * 100, encoding="utf-8")
     write_pgn(played[:2], str(target))
-    games = _read_games(target.read_text(encoding="utf-8"))
+    games = pgn_games(target.read_text(encoding="utf-8"))
     assert [[m.uci() for m in g.mainline_moves()] for g in games] == [r.moves for r in played[:2]]
     assert "old contents" not in target.read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["games.pgn"]
@@ -199,7 +190,7 @@ def test_write_pgn_replaces_an_existing_file(tmp_path: Path, played: list[GameRe
 
 def test_write_pgn_accepts_an_iterator(tmp_path: Path, played: list[GameRecord]) -> None:
     target = write_pgn(iter(played[:3]), tmp_path / "three.pgn")
-    assert len(_read_games(target.read_text(encoding="utf-8"))) == 3
+    assert len(pgn_games(target.read_text(encoding="utf-8"))) == 3
 
 
 def test_summarise_hand_made_records() -> None:
@@ -268,4 +259,4 @@ def test_a_record_without_the_newer_fields_still_builds_and_exports() -> None:
               "start_fen": chess.STARTING_FEN, "white": MODEL, "black": OPPONENT, "model_version": 1}  # fmt: skip
     record = GameRecord(**fields)  # type: ignore[arg-type]
     assert record.opponent_name is None and record.plain() == record
-    assert _read_games(to_pgn(record))[0].headers["Black"] == "opponent"
+    assert pgn_games(to_pgn(record))[0].headers["Black"] == "opponent"

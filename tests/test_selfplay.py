@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import psutil
 import pytest
 import torch
-from selfplay_helpers import Logs, events, ids, tiny, wait_until
+from helpers import pid_alive, survivors, wait_until
+from selfplay_helpers import Logs, events, ids, tiny
 from torch import nn
 
 from asp import ClosedError, ConfigError, SelfPlay, ShardFailed, ShardResult, play_games_parallel
@@ -50,13 +50,6 @@ CALL_KEYS = {"workers", "shards", "retries", "respawns", "seconds", "plies_per_s
 def slow(n_games: int = 4, **fields: Any) -> FaultConfig:
     """Games of 100 heartbeats 10 ms apart: about a second each, cancellable at every ply."""
     return FaultConfig(n_games=n_games, plies=100, delay=0.01, **fields)
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def both_slots_busy(selfplay: SelfPlay) -> Callable[[], bool]:
@@ -239,7 +232,7 @@ async def test_worker_that_dies_is_replaced_and_the_call_completes(
         workers = children()
         victim = workers[0]
         os.kill(victim, signal.SIGKILL)
-        await wait_until(lambda: not alive(victim))
+        await wait_until(lambda: not pid_alive(victim))
         await asyncio.sleep(0.5)  # the executor notices the death and marks itself broken
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3]
@@ -276,7 +269,7 @@ async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
             assert "in fault_play" in stack and "asp/worker.py" in stack, stack
             assert [e["shard"] for e in events(logs[mark:], "shard_retried")] == [1]
             assert "stalled" in events(logs[mark:], "shard_retried")[0]["reason"]
-            assert not alive(event["pid"])  # the stalled worker was killed, and only it
+            assert not pid_alive(event["pid"])  # the stalled worker was killed, and only it
             assert set(children()) & set(workers) == set(workers) - {event["pid"]}
             # replaced at once: the new worker starts while the call finishes on the other one
             assert [e["event"] for e in logs[mark:] if e["event"] in ("worker_killed", "worker_respawning")] == [
@@ -387,7 +380,7 @@ async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_
             await task
         killed = events(logs, "worker_killed")
         assert [(e["pid"], "grace" in e["reason"]) for e in killed] == [(stuck, True)]
-        assert not alive(stuck) and children() == sorted(set(workers) - {stuck})
+        assert not pid_alive(stuck) and children() == sorted(set(workers) - {stuck})
 
         records, stats = await selfplay.play(model, None, FaultConfig(n_games=4))
         assert ids(records) == [0, 1, 2, 3]
@@ -508,8 +501,8 @@ async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, childre
         await wait_until(lambda: arrays.progress[1] >= 1)  # weights loaded: play_fn (and its hang) next
         await asyncio.sleep(0.2)
         await selfplay.aclose()
-        survivors = children()
-        assert survivors == [], f"aclose returned with workers alive: {survivors}"
+        left = children()
+        assert left == [], f"aclose returned with workers alive: {left}"
         hung = selfplay_pids[1]
         killed = events(logs, "worker_killed")
         assert (hung, "close_timeout") in [(e["pid"], e["reason"]) for e in killed]
@@ -553,13 +546,10 @@ def test_workers_die_with_a_killed_coordinator(tmp_path: Path) -> None:
                 break
         assert line.startswith("PIDS"), stderr.read_text()
         workers = [int(pid) for pid in line.split()[1:]]
-        assert len(workers) == 2 and all(alive(pid) for pid in workers)
+        assert len(workers) == 2 and all(pid_alive(pid) for pid in workers)
         proc.kill()  # SIGKILL: no cleanup code runs in the coordinator
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 5.0
-        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(alive(pid) for pid in workers), "orphaned workers outlived their coordinator"
+        assert survivors(workers, seconds=5) == [], "orphaned workers outlived their coordinator"
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from helpers import survivors
 from selfplay_helpers import tiny
 
 from asp import SelfPlay, SyncSelfPlay
@@ -90,13 +91,6 @@ if __name__ == "__main__":
 """
 
 
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 async def play_two_games(watched: int) -> list[Path]:
     """Start a SelfPlay, play two games, and return the directories of ``watched`` left meanwhile."""
     async with SelfPlay(workers=1, play_fn=fault_play) as selfplay:
@@ -123,10 +117,8 @@ def test_a_sigkilled_coordinators_directory_is_removed_by_the_next_start(
         holder.wait(timeout=30)
         assert holder.stdout is not None
         holder.stdout.close()
-    deadline = time.monotonic() + 20  # its worker dies with it (die_with_parent)
-    while any(alive(pid) for pid in workers):
-        assert time.monotonic() < deadline, "the killed coordinator's worker lives on"
-        time.sleep(0.1)
+    # its worker dies with it (die_with_parent)
+    assert survivors(workers, seconds=20) == [], "the killed coordinator's worker lives on"
     assert dirs_of(holder.pid) == left  # nobody could remove it yet
     assert asyncio.run(play_two_games(holder.pid)) == []
     assert dirs_of(os.getpid()) == []
