@@ -56,7 +56,9 @@ def ray_instance() -> Iterator[None]:
         ray.shutdown()
 
 
-@pytest.fixture(params=backends.NAMES)
+@pytest.fixture(
+    params=[pytest.param(name, marks=[pytest.mark.slow] if name == "ray" else []) for name in backends.NAMES]
+)
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "ray":
         request.getfixturevalue("ray_instance")
@@ -83,6 +85,7 @@ def _fill(model: nn.Module, value: float) -> float:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_play_and_stream_give_every_game_once(backend: str) -> None:
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=3, backend=backend) as selfplay:
         records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=10, first_game=5, plies=2))
@@ -113,6 +116,7 @@ async def test_every_game_is_played_with_the_weights_of_its_call(backend: str, l
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_worker_killed_mid_call_costs_only_its_own_shard(backend: str, logs: Logs) -> None:
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
         task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=150, delay=0.01)))
@@ -131,6 +135,7 @@ async def test_a_worker_killed_mid_call_costs_only_its_own_shard(backend: str, l
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_hung_shard_is_detected_with_its_stack_and_only_it_runs_again(
     backend: str, logs: Logs, tmp_path: Path
 ) -> None:
@@ -150,6 +155,7 @@ async def test_a_hung_shard_is_detected_with_its_stack_and_only_it_runs_again(
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_cancelling_a_call_stops_its_shards_and_keeps_the_workers(backend: str, logs: Logs) -> None:
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
         workers = list(selfplay.pids)
@@ -167,6 +173,7 @@ async def test_cancelling_a_call_stops_its_shards_and_keeps_the_workers(backend:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_closing_stops_a_running_call_and_leaves_no_worker(backend: str) -> None:
     selfplay = SelfPlay(workers=2, play_fn=fault_play, shard_games=1, cancel_grace=0.5, backend=backend)
     await selfplay.start()
@@ -181,6 +188,7 @@ async def test_closing_stops_a_running_call_and_leaves_no_worker(backend: str) -
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_workers_take_offered_games_into_their_batch_and_every_game_comes_once(backend: str, logs: Logs) -> None:
     # Default shard_games: shards of one game; each worker is sent 4 at once (its batch) and,
     # as its uneven games end, takes the next shards the coordinator offers it.
@@ -199,6 +207,7 @@ async def test_workers_take_offered_games_into_their_batch_and_every_game_comes_
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_worker_killed_after_taking_offers_loses_no_game_and_plays_none_twice(
     backend: str, logs: Logs, tmp_path: Path
 ) -> None:
@@ -228,6 +237,7 @@ async def test_a_worker_killed_after_taking_offers_loses_no_game_and_plays_none_
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_worker_killed_between_calls_is_replaced_without_charging_a_shard(backend: str, logs: Logs) -> None:
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, retries=0, backend=backend) as selfplay:
         await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=2))
@@ -242,6 +252,7 @@ async def test_a_worker_killed_between_calls_is_replaced_without_charging_a_shar
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_concurrent_calls_keep_every_game_once_while_workers_are_killed(backend: str, logs: Logs) -> None:
     """A small chaos run on each backend: three calls at once, two workers SIGKILLed mid-shard."""
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, retries=5, backend=backend) as selfplay:
@@ -281,6 +292,7 @@ async def kill_and_wait(pid: int | None) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_new_worker_builds_the_first_model_as_it_starts_and_a_slot_that_cannot_start_fails_the_call(
     backend: str, logs: Logs, tmp_path: Path
 ) -> None:

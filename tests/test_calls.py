@@ -128,6 +128,7 @@ async def test_a_call_from_another_event_loop_is_a_loop_error_at_once(pool: Self
 
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_stream_fails_when_the_play_fn_drops_games_it_took_on_offer() -> None:
     cfg = FaultConfig(n_games=8, plies=20, plies_step=20, delay=0.01, batch_size=2, drop_offers=True)
     got: list[int] = []
@@ -231,6 +232,7 @@ async def scenario(selfplay: SelfPlay, planned: list[Planned], kill_at: float | 
 @pytest.mark.timeout(600)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(planned=st.lists(calls, min_size=1, max_size=6), kill_at=st.one_of(st.none(), st.floats(0.0, 0.5)))
+@pytest.mark.slow
 def test_concurrent_calls_with_kills_and_cancels_return_every_game_exactly_once(
     runner_pool: tuple[asyncio.Runner, SelfPlay], planned: list[Planned], kill_at: float | None
 ) -> None:

@@ -25,6 +25,8 @@ from asp.tinychess import ModelConfig, TinyChess
 
 Logs = list[dict[str, Any]]
 
+pytestmark = pytest.mark.slow  # minutes: 60 calls with kills and hangs
+
 KILL_CALLS = 32  # a worker SIGKILLed at a random moment
 HANG_CALLS = 12  # one shard's game hangs (no heartbeat) on its first attempt
 BOTH_CALLS = 6  # both

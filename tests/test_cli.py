@@ -150,6 +150,7 @@ def run_copy(overlapped: ResumeRuns, tmp_path: Path) -> Path:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     result = ok(overlapped.whole_result)
     run = overlapped.whole
@@ -223,6 +224,7 @@ def _assert_resumed_run_is_complete(runs: ResumeRuns) -> None:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run(sequential: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(sequential)
     whole, split = checkpoint(sequential.whole), checkpoint(sequential.split)
@@ -240,6 +242,7 @@ def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(overlapped)
     # The last iteration's checkpoint keeps the weights an extended run replays iteration 1 with.
@@ -247,6 +250,7 @@ def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run(overlapped: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(overlapped)
     whole_lines, split_lines = metrics(overlapped.whole), metrics(overlapped.split)
@@ -263,6 +267,7 @@ def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_a_continuous_run_resumes_with_the_weights_of_the_plays_that_had_begun(continuous: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(continuous)
     # Self-play may run two versions ahead: iteration 1, and the iteration after the last, are
@@ -343,6 +348,7 @@ def _interrupt(run: Path, log: Path, options: list[str], games: str, sig: signal
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_sigint_mid_iteration_exits_130_with_a_resumable_checkpoint(long_run: tuple[Path, Path, list[str]]) -> None:
     run, log, options = long_run
     code, _ = _interrupt(run, log, options, "32", signal.SIGINT)
@@ -366,6 +372,7 @@ def test_sigint_mid_iteration_exits_130_with_a_resumable_checkpoint(long_run: tu
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_sigterm_exits_nonzero_with_a_loadable_checkpoint(long_run: tuple[Path, Path, list[str]]) -> None:
     run, log, options = long_run
     code, _ = _interrupt(run, log, options, "8", signal.SIGTERM)
@@ -375,6 +382,7 @@ def test_sigterm_exits_nonzero_with_a_loadable_checkpoint(long_run: tuple[Path, 
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_sigkill_of_the_run_leaves_no_process(long_run: tuple[Path, Path, list[str]]) -> None:
     # No cleanup code runs in the killed coordinator: the workers and the writer of games and
     # curves must each notice that their parent is gone (before the fix, the writer waited on
@@ -385,6 +393,7 @@ def test_sigkill_of_the_run_leaves_no_process(long_run: tuple[Path, Path, list[s
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoint(run_copy: Path) -> None:
     log = run_copy.parent / "stderr.txt"
     with open(log, "wb") as err:
@@ -424,6 +433,7 @@ def _process_group(pgid: int) -> list[int]:
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_path: Path) -> None:
     run, log, tmp = tmp_path / "run", tmp_path / "stderr.txt", tmp_path / "tmp"
     tmp.mkdir()
@@ -472,6 +482,7 @@ def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path: Path) -> None:
     # An application that runs the command line in a thread of its own: no signal handler there.
     code = (
@@ -510,6 +521,7 @@ def _assert_usage_error(result: subprocess.CompletedProcess[str], path: Path, *w
 
 @pytest.mark.timeout(RUN_LIMIT)
 @pytest.mark.parametrize("option", ["--trainer-threads", "--workers"])
+@pytest.mark.slow
 def test_a_thread_count_below_one_is_a_usage_error_naming_the_option_and_creates_no_run(
     tmp_path: Path, option: str
 ) -> None:
@@ -530,6 +542,7 @@ def test_resuming_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_resuming_a_truncated_checkpoint_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
     ckpt = run_copy / "checkpoint.pt"
     ckpt.write_bytes(ckpt.read_bytes()[: ckpt.stat().st_size // 2])
@@ -540,6 +553,7 @@ def test_resuming_a_truncated_checkpoint_is_a_usage_error_and_changes_nothing(ru
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_a_new_run_into_a_directory_holding_a_run_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
     before = files(run_copy)
     result = asp("train", "--iterations", "2", "--run-dir", str(run_copy), *GAMES, *TINY, cwd=run_copy.parent)
@@ -548,6 +562,7 @@ def test_a_new_run_into_a_directory_holding_a_run_is_a_usage_error_and_changes_n
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_resuming_with_another_model_width_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
     before = files(run_copy)
     result = asp("train", "--resume", str(run_copy), "--hidden", "32", "--iterations", "3", "--workers", "2",
@@ -560,6 +575,7 @@ def test_resuming_with_another_model_width_is_a_usage_error_and_changes_nothing(
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_play_writes_the_games_of_a_checkpoint(overlapped: ResumeRuns, tmp_path: Path) -> None:
     ok(overlapped.whole_result)
     result = ok(asp("play", "--checkpoint", str(overlapped.whole), "--games", "4", "--max-plies", "20",
@@ -572,6 +588,7 @@ def test_play_writes_the_games_of_a_checkpoint(overlapped: ResumeRuns, tmp_path:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_path: Path) -> None:
     ok(overlapped.whole_result)
     result = ok(asp("eval", str(overlapped.whole), "--games", "8", "--max-plies", "20", cwd=tmp_path))

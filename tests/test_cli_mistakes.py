@@ -220,8 +220,15 @@ def asp(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+QUICK = {"train --hidden 0", "show a file that is not PGN"}
+"""The cases the quick subset (``-m "not slow"``) runs: each costs a process that imports torch."""
+
+
 @pytest.mark.timeout(2 * LIMIT)
-@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(case, id=name, marks=[] if name in QUICK else [pytest.mark.slow]) for name, case in CASES.items()],
+)
 def test_a_mistake_is_one_line_with_status_2_and_changes_nothing(case: Case, tmp_path: Path) -> None:
     (tmp_path / "mate.pgn").write_text(PGN)
     (tmp_path / "notes.txt").write_text("not a game\n")
@@ -247,12 +254,14 @@ def test_a_read_only_run_directory_is_one_line(tmp_path: Path) -> None:
     assert "cannot be written" in one_line(result, "train")
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path) -> None:
     result = asp(["play", *GAMES, "--out", "/dev/full"], tmp_path)
     assert one_line(result, "play", rc=1) == "asp play: No space left on device (/dev/full)"
 
 
 @pytest.mark.timeout(3 * LIMIT)
+@pytest.mark.slow
 def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
@@ -269,6 +278,7 @@ def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) 
 @pytest.mark.timeout(3 * LIMIT)
 @pytest.mark.parametrize("argv", [["play", "--games", "100000", "--workers", "2", "--out", "x.pgn"],
                                   ["eval", "good", "--games", "100000"]], ids=["play", "eval"])  # fmt: skip
+@pytest.mark.slow
 def test_ctrl_c_while_playing_exits_130_with_no_traceback(argv: list[str], tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "good")
     proc = subprocess.Popen(

@@ -221,6 +221,7 @@ def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_an_engine_that_hangs_fails_its_game_after_the_move_timeout_and_never_hangs_the_match(
     tmp_path: Path, logs: list[dict[str, Any]]
 ) -> None:
@@ -285,6 +286,7 @@ def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_the_worker(
     children: Callable[[], list[int]], logs: list[dict[str, Any]]
 ) -> None:
@@ -321,6 +323,7 @@ def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_t
 
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
     """Stockfish quits at end of file on its input, which the kernel closes with a killed owner."""
     script = textwrap.dedent("""

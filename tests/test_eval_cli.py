@@ -74,6 +74,7 @@ def check_counts(found: re.Match[str], games: int) -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pgn(
     runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], pgn_extract: str
 ) -> None:
@@ -170,6 +171,7 @@ def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.timeout(200)
 @pytest.mark.usefixtures("stockfish")
+@pytest.mark.slow
 def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) -> None:
     done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-nodes", "20")
     assert done.returncode == 0, done.stderr
@@ -184,6 +186,7 @@ def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) ->
 
 
 @pytest.mark.timeout(200)
+@pytest.mark.slow
 def test_train_without_the_engine_says_so_and_trains(tmp_path: Path) -> None:
     done = _train(tmp_path, "--eval-vs", "stockfish", "--engine", str(tmp_path / "no-such-engine"))
     assert done.returncode == 0, done.stderr

@@ -17,6 +17,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # torch); the limits leave room for a busy one.
 RUN_LIMIT = 150
 
+pytestmark = pytest.mark.slow  # each example runs as a program of its own, for seconds
+
 
 def run_example(name: str, *args: str) -> str:
     """Run ``examples/<name>`` with ``args``; return its output, after asserting exit 0.

@@ -31,6 +31,9 @@ from asp.testing import FaultConfig, fault_play
 
 Children = Callable[[], list[int]]
 
+# Each test starts, breaks and replaces real worker processes: seconds each.
+pytestmark = pytest.mark.slow
+
 
 def in_coordinator() -> bool:
     return multiprocessing.parent_process() is None

@@ -51,6 +51,7 @@ def _mirror(uci: str) -> str:
     return chess.Move(chess.square_mirror(move.from_square), chess.square_mirror(move.to_square), move.promotion).uci()
 
 
+@pytest.mark.slow
 def test_the_mates_of_boards_from_random_games_are_those_of_trying_every_move() -> None:
     rng = random.Random(7)
     boards_with_mates = 0

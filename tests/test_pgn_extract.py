@@ -75,6 +75,7 @@ def test_the_file_asp_play_writes_passes(tmp_path: Path, capsys: pytest.CaptureF
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.slow
 def test_the_games_asp_train_writes_pass(tmp_path: Path, pgn_extract: str) -> None:
     run = tmp_path / "run"
     argv = ["train", "--iterations", "1", "--games", "4", "--max-plies", "20", "--eval-games", "4", "--hidden", "16"]

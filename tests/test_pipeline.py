@@ -112,6 +112,7 @@ def ids(records: list[Any]) -> list[int]:
 
 @pytest.mark.timeout(120)
 @module_loop
+@pytest.mark.slow
 async def test_overlapped_iterations_are_one_version_stale_after_the_first(chess_pool: SelfPlay) -> None:
     train = CountingTrain()
     shards: list[tuple[int, int, int]] = []
@@ -206,6 +207,7 @@ def filled(version: int, initial: float, n_params: int) -> float:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("max_staleness", [2, 3])
 @module_loop
+@pytest.mark.slow
 async def test_continuous_self_play_runs_ahead_of_a_slow_trainer_within_the_bound(
     echo_pool: SelfPlay, max_staleness: int
 ) -> None:
@@ -317,6 +319,7 @@ async def test_first_play_resumes_an_overlapped_run_with_the_weights_that_were_p
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("phase", ["playing", "training"])
 @module_loop
+@pytest.mark.slow
 async def test_cancelling_the_consumer_stops_the_play_and_leaves_the_selfplay_usable(
     echo_pool: SelfPlay, phase: str
 ) -> None:
@@ -399,6 +402,7 @@ def logged(logs: list[dict[str, Any]], event: str, **fields: Any) -> bool:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 @module_loop
+@pytest.mark.slow
 async def test_cancelling_while_the_pipeline_cleans_up_reaches_the_caller(
     echo_pool: SelfPlay, logs: list[dict[str, Any]], how: str
 ) -> None:
@@ -432,6 +436,7 @@ async def test_cancelling_while_the_pipeline_cleans_up_reaches_the_caller(
 
 @pytest.mark.timeout(120)
 @module_loop
+@pytest.mark.slow
 async def test_the_trainers_error_reaches_the_caller_even_when_the_play_in_flight_failed_too(
     echo_pool: SelfPlay, logs: list[dict[str, Any]]
 ) -> None:
@@ -487,6 +492,7 @@ async def test_an_iteration_trained_while_the_run_is_cancelled_is_still_reported
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("cancels", [1, 2])
 @module_loop
+@pytest.mark.slow
 async def test_no_thread_changes_the_model_once_a_cancelled_run_is_left(echo_pool: SelfPlay, cancels: int) -> None:
     model = tiny()
     training, trained = threading.Event(), threading.Event()

@@ -55,6 +55,7 @@ async def gone(check: Callable[[], list[Any]], seconds: float = 20.0) -> list[An
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_shards_land_on_both_nodes_of_a_two_node_cluster_and_close_leaves_it_running() -> None:
     assert not ray.is_initialized()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
@@ -102,6 +103,7 @@ def _users_of(directory: Path) -> list[str]:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_private_instance_ships_play_fn_by_value_replaces_an_idle_dead_actor_and_leaves_nothing(
     children: Children,
 ) -> None:
@@ -165,6 +167,7 @@ def _ray_system_processes() -> list[str]:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.slow
 def test_asp_train_on_the_ray_backend_runs_and_leaves_no_ray_process(tmp_path: Path) -> None:
     before = _ray_system_processes()
     run = tmp_path / "run"

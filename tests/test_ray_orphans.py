@@ -30,7 +30,7 @@ from asp.testing import fault_play
 
 ray = pytest.importorskip("ray")
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow]
 
 
 def ray_dirs(pid: int) -> list[Path]:

@@ -19,6 +19,7 @@ def test_the_readme_has_python_examples() -> None:
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
+@pytest.mark.slow
 def test_readme_example_runs(index: int, tmp_path: Path) -> None:
     script = tmp_path / f"readme_example_{index}.py"  # a file: spawn workers re-import __main__
     script.write_text(BLOCKS[index], encoding="utf-8")

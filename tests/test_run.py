@@ -442,6 +442,7 @@ def test_curves_png_is_written(tmp_path: Path) -> None:
     assert target.read_bytes().startswith(PNG_MAGIC) and target.read_bytes() != data
 
 
+@pytest.mark.slow
 def test_curves_leave_pyplot_alone() -> None:
     # pyplot's global figure registry is not thread-safe, and the session plots in a thread.
     code = (
@@ -464,6 +465,7 @@ def _longest_gap(ticks: list[float], start: float, end: float) -> float:
 
 @pytest.mark.timeout(300)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_keeps_running(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -519,6 +521,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
 @pytest.mark.timeout(300)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes_that_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,6 +84,7 @@ def _one_line(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.mark.timeout(3 * RUN_LIMIT)
+@pytest.mark.slow
 def test_a_second_train_on_a_run_directory_in_use_is_refused_and_a_killed_owner_frees_it(
     first_run: tuple[subprocess.Popen[bytes], Path],
 ) -> None:

@@ -59,6 +59,7 @@ def searched_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.timeout(LIMIT)
+@pytest.mark.slow
 def test_asp_train_with_search_learns_its_targets_and_climbs_the_ladder(searched_run: Path) -> None:
     lines = [json.loads(line) for line in (searched_run / "metrics.jsonl").read_text().splitlines()]
     assert [line["iteration"] for line in lines] == [0, 1]
@@ -70,6 +71,7 @@ def test_asp_train_with_search_learns_its_targets_and_climbs_the_ladder(searched
 
 
 @pytest.mark.timeout(LIMIT)
+@pytest.mark.slow
 def test_asp_eval_plays_any_uci_engine_without_a_skill_level(searched_run: Path, tmp_path: Path) -> None:
     engine = tmp_path / "plain-uci"
     engine.write_text(f"#!{sys.executable}\n{PLAIN_UCI}")

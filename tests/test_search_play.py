@@ -65,6 +65,7 @@ def test_a_game_searches_the_same_whichever_batch_plays_it() -> None:
     assert together[3].moves == alone[0].moves
 
 
+@pytest.mark.slow
 def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
     torch.manual_seed(0)
     model = TinyChess(SMALL)
@@ -121,6 +122,7 @@ def test_the_value_target_counts_the_material_the_mover_leads_by() -> None:
 
 @pytest.mark.timeout(120)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_move_that_searches_longer_than_the_stall_timeout_is_no_stall() -> None:
     """The search beats per simulation step: a move of many steps keeps its worker alive."""
     cfg = PlayConfig(n_games=2, max_plies=2, batch_size=2, search=SearchConfig(simulations=400), samples=False)

@@ -155,6 +155,7 @@ async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) ->
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_busy_seconds_count_the_shards_while_they_run() -> None:
     """busy_seconds grows while a shard runs, so that two readings give the busy time between
     them (the pipeline's per-iteration idle time), not the time of the shards that ended there."""
@@ -190,6 +191,7 @@ async def test_busy_seconds_count_the_shards_while_they_run() -> None:
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_worker_that_dies_is_replaced_and_the_call_completes(
     logs: Logs, children: Children, tmp_path: Path
 ) -> None:
@@ -246,6 +248,7 @@ async def test_worker_that_dies_is_replaced_and_the_call_completes(
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
     logs: Logs, children: Children, tmp_path: Path
 ) -> None:
@@ -280,6 +283,7 @@ async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback(
     logs: Logs, children: Children
 ) -> None:
@@ -321,6 +325,7 @@ async def test_shard_that_always_raises_fails_the_call_with_the_worker_traceback
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(logs: Logs, children: Children) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
@@ -363,6 +368,7 @@ async def test_cancelled_or_timed_out_call_stops_its_shards_and_keeps_the_pool(l
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_replaces_it(
     logs: Logs, children: Children
 ) -> None:
@@ -394,6 +400,7 @@ async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, children: Children, tmp_path: Path) -> None:
     model = tiny()
     async with SelfPlay(workers=2, play_fn=ordered_play, shard_games=1) as selfplay:
@@ -437,6 +444,7 @@ async def test_stream_yields_each_shard_once_as_it_completes(logs: Logs, childre
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs: Logs, children: Children) -> None:
     model = tiny()
     cfg = FaultConfig(n_games=2)
@@ -486,6 +494,7 @@ async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs:
 
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, children: Children) -> None:
     """A worker still busy when the SelfPlay closes (here: a stream left suspended while its other
     shard hangs inside C) is killed after ``cancel_grace``; aclose does not return before."""
@@ -513,6 +522,7 @@ async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, childre
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_workers_die_with_a_killed_coordinator(tmp_path: Path) -> None:
     script = tmp_path / "coordinator.py"
     script.write_text(
@@ -608,6 +618,7 @@ def _fill(model: nn.Module, value: float) -> float:
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_every_game_is_played_with_the_weights_of_its_call(logs: Logs) -> None:
     """Each call's games see exactly that call's weights, in every worker, every time.
 
@@ -645,6 +656,7 @@ async def test_every_game_is_played_with_the_weights_of_its_call(logs: Logs) -> 
 
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_model_with_a_mutable_dataclass_cfg_can_be_played(logs: Logs) -> None:
     model = MutableCfgNet(MutableNetConfig(width=4))
     async with SelfPlay(workers=1, play_fn=fault_play, retries=0) as selfplay:
@@ -693,6 +705,7 @@ def test_a_play_fn_workers_cannot_import_is_refused() -> None:
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_without_a_play_fn_the_cfg_plays_its_own_games_or_the_call_is_refused(logs: Logs) -> None:
     with pytest.raises(ConfigError, match=r"FaultConfig\) has no play\(model, opp\) method"):
         play_games_parallel(tiny(), None, FaultConfig(n_games=2), workers=1)  # in this process
@@ -706,6 +719,7 @@ async def test_without_a_play_fn_the_cfg_plays_its_own_games_or_the_call_is_refu
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_bad_call_arguments_raise_config_error_and_keep_the_selfplay_usable(logs: Logs) -> None:
     class LocalNet(nn.Module):
         def __init__(self) -> None:

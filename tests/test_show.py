@@ -176,6 +176,7 @@ def test_a_game_that_does_not_parse_is_an_error_naming_the_game(tmp_path: Path) 
         write_boards(empty, tmp_path / "x.svg")
 
 
+@pytest.mark.slow
 def test_asp_show_runs_as_a_command(games: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmd.svg"
     ok = subprocess.run(

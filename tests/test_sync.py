@@ -38,6 +38,7 @@ def test_one_worker_plays_in_process_exactly_like_play_games(children: Callable[
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.slow
 def test_two_workers_play_the_same_games_as_play_games(children: Callable[[], list[int]]) -> None:
     model, opp = _models()
     records, stats = play_games_parallel(model, opp, CFG, workers=2)
@@ -59,6 +60,7 @@ def test_two_workers_play_the_same_games_as_play_games(children: Callable[[], li
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.slow
 def test_sync_selfplay_keeps_its_workers_across_calls(children: Callable[[], list[int]]) -> None:
     model = TinyChess(ModelConfig(hidden=8, blocks=0))
     cfg = FaultConfig(n_games=8, plies=5, delay=0.005)
@@ -93,6 +95,7 @@ def _error_of(call: Callable[[], object]) -> BaseException | None:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_sync_selfplay_close_twice_is_safe() -> None:
     selfplay = SyncSelfPlay(workers=1, play_fn=fault_play)
     selfplay.close()
@@ -100,6 +103,7 @@ def test_sync_selfplay_close_twice_is_safe() -> None:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_sync_selfplay_play_after_close_raises_closed_error() -> None:
     selfplay = SyncSelfPlay(workers=1, play_fn=fault_play)
     selfplay.close()

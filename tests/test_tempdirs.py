@@ -100,6 +100,7 @@ async def play_two_games(watched: int) -> list[Path]:
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.slow
 def test_a_sigkilled_coordinators_directory_is_removed_by_the_next_start(
     tmp_path: Path, children: Callable[[], list[int]]
 ) -> None:
@@ -126,6 +127,7 @@ def test_a_sigkilled_coordinators_directory_is_removed_by_the_next_start(
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.slow
 def test_a_dropped_sync_selfplay_stops_its_workers_and_removes_its_directory(
     children: Callable[[], list[int]],
 ) -> None:

@@ -160,6 +160,7 @@ def test_train_config_rejects_a_cuda_device_without_a_number(device: str) -> Non
         TrainConfig(device=device)
 
 
+@pytest.mark.slow
 def test_device_auto_picks_the_cpu_on_a_machine_without_cuda() -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: auto picks it")
@@ -287,6 +288,7 @@ _BLACK_FIRST = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
         ({"opponent_temperature": 1.0, "openings": (chess.STARTING_FEN, _BLACK_FIRST)}, True),
     ],
 )
+@pytest.mark.slow
 def test_samples_read_from_play_data_equal_the_samples_of_a_replay(
     options: dict[str, object], against_random: bool
 ) -> None:
@@ -354,6 +356,7 @@ def test_a_step_learns_what_the_softmax_over_the_legal_moves_of_the_whole_vocabu
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6), name
 
 
+@pytest.mark.slow
 def test_play_data_is_compact_and_can_be_left_out() -> None:
     records, stats = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=1))
     for record in records:
@@ -440,6 +443,7 @@ def _mate_probability(model: TinyChess) -> float:
     return torch.softmax(logits[0, legal], dim=0)[legal.index(mate)].item()
 
 
+@pytest.mark.slow
 def test_rewarded_wins_against_a_random_mover_make_the_winning_move_likelier() -> None:
     # Games from the mate-in-one position, cut after one ply: the model (Black in odd games)
     # wins when it plays d8h4 and draws otherwise. Training on them, iteration after

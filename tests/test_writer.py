@@ -55,6 +55,7 @@ def _lines(path: Path) -> int:
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
+@pytest.mark.slow
 def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once(tmp_path: Path) -> None:
     run, out = tmp_path / "run", tmp_path / "out.txt"
     iterations = 6
