@@ -220,7 +220,7 @@ def asp(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-QUICK = {"train --hidden 0", "show a file that is not PGN"}
+QUICK = {"train --hidden 0"}
 """The cases the quick subset (``-m "not slow"``) runs: each costs a process that imports torch."""
 
 

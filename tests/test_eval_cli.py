@@ -148,6 +148,7 @@ def test_a_missing_engine_is_a_one_line_usage_error(
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path, Path], tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "asp.app.cli", "eval", str(runs[0]), "--vs", "stockfish", "--skill", "21"],
