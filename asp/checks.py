@@ -1,7 +1,22 @@
-"""Checks SelfPlay makes before it sends anything to a worker: what spawn workers can import.
+"""Checks of options and config fields, each failure a :class:`~asp.errors.ConfigError`.
 
-Spawn workers re-import the main module and find every function and class by module and
-name. What they could never find is refused here with a ConfigError that says what to do.
+* Ranges, for every layer (the game and the search import them too): :func:`check_int`,
+  :func:`check_number`, :func:`check_bool`. Each message is one line that names the field
+  (``Owner.field``, or the name the caller gives it: the field of an enclosing config, the
+  command-line option that set it), the values allowed and the value got:
+
+  >>> check_int("ModelConfig.hidden", 7, 8, 4096)
+  Traceback (most recent call last):
+  ...
+  asp.errors.ConfigError: ModelConfig.hidden must be an int in 8..4096, got 7
+  >>> check_number("EngineConfig.time", 0, 0, 60, open_low=True, also=(None,), what=SECONDS)
+  Traceback (most recent call last):
+  ...
+  asp.errors.ConfigError: EngineConfig.time must be None or a number of seconds in (0, 60], got 0
+
+* What spawn workers can import, checked by SelfPlay before it sends anything to a worker:
+  spawn workers re-import the main module and find every function and class by module and
+  name. What they could never find is refused with a ConfigError that says what to do.
 """
 
 from __future__ import annotations
@@ -10,13 +25,26 @@ import dataclasses
 import math
 import os
 import sys
-from typing import Any
-
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from asp.errors import ConfigError
 
-__all__ = ["check_cfg", "check_main_module", "check_rebuildable", "check_spawnable", "positive_int", "positive_seconds"]
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = [
+    "SECONDS",
+    "check_bool",
+    "check_cfg",
+    "check_int",
+    "check_main_module",
+    "check_number",
+    "check_rebuildable",
+    "check_spawnable",
+]
+
+SECONDS = "a number of seconds"
+"""``what`` of :func:`check_number` for a duration."""
 
 _NO_ARG_OK: set[type[nn.Module]] = set()
 
@@ -71,11 +99,46 @@ def check_cfg(cfg: Any) -> None:
         raise ConfigError(f"cfg must be a dataclass instance, got {type(cfg).__name__}")
 
 
-def positive_int(name: str, value: object, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= high:
-        raise ConfigError(f"SelfPlay {name} must be an int in 1..{high}, got {value!r}")
+def check_int(name: str, value: object, low: int, high: int) -> None:
+    """ConfigError unless ``value`` is an int (not a bool) in ``low..high``; ``name`` is what
+    the message calls it (``Owner.field``, or the option that set it)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"{name} must be an int in {low}..{high}, got {value!r}")
 
 
-def positive_seconds(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-        raise ConfigError(f"SelfPlay {name} must be a positive number of seconds, got {value!r}")
+def check_number(
+    name: str,
+    value: object,
+    low: float,
+    high: float,
+    *,
+    open_low: bool = False,
+    also: tuple[float | None, ...] = (),
+    what: str = "a number",
+) -> None:
+    """ConfigError unless ``value`` is a finite int or float (not a bool) in ``[low, high]``
+    (``(low, high]`` when ``open_low``; ``high`` may be ``math.inf``), or one of ``also``
+    (None, or a number outside the range such as a temperature's 0). ``what`` says what the
+    number is in the message (``a number of seconds``)."""
+    if value is None:
+        ok = None in also
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        ok = False
+    else:
+        inside = (low < value if open_low else low <= value) and value <= high
+        ok = value in also or (math.isfinite(value) and inside)
+    if ok:
+        return
+    if high == math.inf:
+        span = f"above {low:g}" if open_low else f"at least {low:g}"
+    else:
+        span = f"in {'(' if open_low else '['}{low:g}, {high:g}]"
+    allowed = [repr(v) for v in also] + [f"{what} {span}"]
+    choices = ", ".join(allowed[:-1]) + " or " + allowed[-1] if len(allowed) > 1 else allowed[0]
+    raise ConfigError(f"{name} must be {choices}, got {value!r}")
+
+
+def check_bool(name: str, value: object) -> None:
+    """ConfigError unless ``value`` is True or False (not 0, 1 or a string)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")

@@ -51,12 +51,13 @@ from typing import Any
 import structlog
 from torch import nn
 
-from asp.errors import AspError, ConfigError
+from asp.checks import check_int
+from asp.errors import AspError
 from asp.selfplay import SelfPlay, ShardResult
 from asp.shards import collect_games
 from asp.shield import finish_in_thread, wait_out
 
-__all__ = ["IterationReport", "Pipeline"]
+__all__ = ["MAX_STALENESS", "IterationReport", "Pipeline"]
 
 log = structlog.get_logger("asp.pipeline")
 
@@ -64,7 +65,8 @@ TrainFn = Callable[[list[Any]], dict[str, Any]]
 PlayCfgFn = Callable[[int, int], Any]
 
 
-_MAX_STALENESS = 16
+MAX_STALENESS = 16
+"""The largest ``max_staleness`` a Pipeline (and ``asp train --max-staleness``) accepts."""
 
 
 @dataclass
@@ -190,12 +192,7 @@ class Pipeline:
         :param on_shard: called as ``on_shard(iteration, games_done, games_total)`` each time a
             shard of games arrives (progress displays).
         """
-        if (
-            not isinstance(max_staleness, int)
-            or isinstance(max_staleness, bool)
-            or not 0 <= max_staleness <= _MAX_STALENESS
-        ):
-            raise ConfigError(f"Pipeline max_staleness must be an int in 0..{_MAX_STALENESS}, got {max_staleness!r}")
+        check_int("Pipeline.max_staleness", max_staleness, 0, MAX_STALENESS)
         self.selfplay = selfplay
         self.model = model
         self.train = train

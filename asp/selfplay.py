@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import math
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
@@ -55,7 +56,7 @@ from torch import nn
 
 from asp import backends
 from asp.calls import Call, ShardResult
-from asp.checks import check_cfg, positive_int, positive_seconds
+from asp.checks import SECONDS, check_cfg, check_int, check_number
 from asp.cores import available_cores
 from asp.dispatch import Dispatcher
 from asp.errors import ClosedError, ConfigError, LoopError
@@ -128,18 +129,16 @@ class SelfPlay:
             joins the cluster this machine belongs to (``ray start``), ``"ray://host:10001"``
             connects a Ray client.
         """
-        positive_int("threads_per_worker", threads_per_worker, 256)
+        check_int("SelfPlay.threads_per_worker", threads_per_worker, 1, 256)
         if workers is None:
             workers = max(1, available_cores() // threads_per_worker)
-        positive_int("workers", workers, 1024)
+        check_int("SelfPlay.workers", workers, 1, 1024)
         if shard_games is not None:
-            positive_int("shard_games", shard_games, 10**9)
-        if stall_timeout is not None:
-            positive_seconds("stall_timeout", stall_timeout)
-        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 100:
-            raise ConfigError(f"SelfPlay retries must be an int in 0..100, got {retries!r}")
-        positive_seconds("cancel_grace", cancel_grace)
-        positive_seconds("start_timeout", start_timeout)
+            check_int("SelfPlay.shard_games", shard_games, 1, 10**9)
+        check_number("SelfPlay.stall_timeout", stall_timeout, 0, math.inf, open_low=True, also=(None,), what=SECONDS)
+        check_int("SelfPlay.retries", retries, 0, 100)
+        check_number("SelfPlay.cancel_grace", cancel_grace, 0, math.inf, open_low=True, what=SECONDS)
+        check_number("SelfPlay.start_timeout", start_timeout, 0, math.inf, open_low=True, what=SECONDS)
         if play_fn is None:
             play_fn = play_cfg  # the cfg plays its own games: cfg.play(model, opp)
         self._backend = backends.create(

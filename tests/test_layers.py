@@ -1,10 +1,11 @@
 """The layers, checked on the source: no module imports a layer above its own.
 
 * the search, ``asp.search`` (batched tree search over a small game protocol): of asp it may
-  import only itself, ``asp.progress`` and ``asp.errors``; it knows no game;
+  import only itself, ``asp.progress``, ``asp.errors`` and ``asp.checks`` (the range checks
+  of config fields); it knows no game;
 * the game, ``asp.tinychess`` (rules, encoding, model, play, records, trainer, opponents):
   of asp it may import only itself, the search, ``asp.progress`` (the heartbeat and
-  ``more_games``) and ``asp.errors``;
+  ``more_games``), ``asp.errors`` and ``asp.checks``;
 * the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
   command line, so it imports neither ``asp.tinychess`` nor ``asp.app``;
 * the application, ``asp.app`` (the ``asp`` command, run directory, session, evaluation
@@ -24,7 +25,7 @@ import pytest
 import asp
 
 ROOT = Path(asp.__file__).parent
-SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors")
+SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors", "asp.checks")
 GAME_MAY_IMPORT = ("asp.tinychess", *SEARCH_MAY_IMPORT)
 
 
