@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from asp.errors import ConfigError, check_ints
+from asp.checks import check_int, check_number
 from asp.search.qvalues import improved_logits, softmax
 from asp.search.seq_halving import considered_visits
 
@@ -96,11 +96,10 @@ class SearchConfig:
     """sigma's scale of the rescaled Q-values (mctx's ``value_scale``)."""
 
     def __post_init__(self) -> None:
-        check_ints("SearchConfig", self, (("simulations", 1, 10_000), ("considered", 1, 1024)))
+        check_int("SearchConfig.simulations", self.simulations, 1, 10_000)
+        check_int("SearchConfig.considered", self.considered, 1, 1024)
         for name in ("gumbel_scale", "c_visit", "c_scale"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e6:
-                raise ConfigError(f"SearchConfig.{name} must be a number in 0..1e6, got {value!r}")
+            check_number(f"SearchConfig.{name}", getattr(self, name), 0, 1e6)
 
 
 @dataclass(frozen=True)

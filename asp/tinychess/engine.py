@@ -51,9 +51,18 @@ import structlog
 import torch
 from torch import nn
 
-from asp.errors import AspError, ConfigError, check_ints
+from asp.checks import SECONDS, check_int, check_number
+from asp.errors import AspError, ConfigError
 
-__all__ = ["ENGINE_DIRS", "EngineConfig", "EngineFailed", "EngineNotFound", "EngineOpponent", "find_engine"]
+__all__ = [
+    "ENGINE_DIRS",
+    "EngineConfig",
+    "EngineFailed",
+    "EngineNotFound",
+    "EngineOpponent",
+    "check_engine_field",
+    "find_engine",
+]
 
 log = structlog.get_logger("asp.tinychess.engine")
 
@@ -103,20 +112,8 @@ class EngineConfig:
     """Engine failures in a row after which the opponent gives up (1 to 1000)."""
 
     def __post_init__(self) -> None:
-        if self.path is not None and (not isinstance(self.path, str) or not self.path):
-            raise ConfigError(f"EngineConfig.path must be None or a non-empty path, got {self.path!r}")
-        check_ints("EngineConfig", self, (("max_failures", 1, 1000),))
-        if self.skill is not None:
-            check_ints("EngineConfig", self, (("skill", 0, 20),))
-        if self.nodes is not None:
-            check_ints("EngineConfig", self, (("nodes", 1, 10**9),))
-        for name, high in (("time", 60.0), ("move_timeout", 3600.0)):
-            value = getattr(self, name)
-            if value is None and name == "time":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high:
-                allowed = f"{'None or ' if name == 'time' else ''}a number of seconds in (0, {high:g}]"
-                raise ConfigError(f"EngineConfig.{name} must be {allowed}, got {value!r}")
+        for spec in dataclasses.fields(EngineConfig):
+            check_engine_field(spec.name, getattr(self, spec.name))
         if self.nodes is None and self.time is None:
             raise ConfigError("EngineConfig.nodes and EngineConfig.time are both None: set a node or a time limit")
 
@@ -133,6 +130,32 @@ class EngineConfig:
         if self.time is not None:
             words.append(f"time {self.time:g}s")
         return " ".join(words)
+
+
+_INT_FIELDS = {"skill": (0, 20), "nodes": (1, 10**9), "max_failures": (1, 1000)}
+
+
+def check_engine_field(field: str, value: object, *, name: str | None = None) -> None:
+    """ConfigError unless ``value`` is a value of EngineConfig's ``field``. The message calls it
+    ``name``, by default ``EngineConfig.<field>`` (the command line names its options).
+
+    >>> check_engine_field("skill", 21, name="--skill")
+    Traceback (most recent call last):
+    ...
+    asp.errors.ConfigError: --skill must be an int in 0..20, got 21
+    """
+    name = name or f"EngineConfig.{field}"
+    if field == "path":
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f"{name} must be None or a non-empty path, got {value!r}")
+    elif field in _INT_FIELDS:
+        if value is not None or field == "max_failures":  # None: no skill level, no node limit
+            check_int(name, value, *_INT_FIELDS[field])
+    elif field in ("time", "move_timeout"):
+        also: tuple[None, ...] = (None,) if field == "time" else ()
+        check_number(name, value, 0, 60 if field == "time" else 3600, open_low=True, also=also, what=SECONDS)
+    else:
+        raise ValueError(f"EngineConfig has no field {field!r}")
 
 
 def find_engine(path: str | None = None) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.errors import check_ints
+from asp.checks import check_int
 from asp.tinychess.features import N_FEATURES
 from asp.tinychess.moves import POLICY_SIZE
 
@@ -40,7 +40,8 @@ class ModelConfig:
     """Width of the value head's hidden layer (1 to 4096)."""
 
     def __post_init__(self) -> None:
-        check_ints("ModelConfig", self, (("hidden", 8, 4096), ("blocks", 0, 32), ("value_hidden", 1, 4096)))
+        for name, low, high in (("hidden", 8, 4096), ("blocks", 0, 32), ("value_hidden", 1, 4096)):
+            check_int(f"ModelConfig.{name}", getattr(self, name), low, high)
 
 
 class _Block(nn.Module):

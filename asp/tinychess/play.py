@@ -22,6 +22,7 @@ game is drawn. The termination is ``max_plies`` either way.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -35,7 +36,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.errors import ConfigError, check_ints
+from asp.checks import check_bool, check_int, check_number
+from asp.errors import ConfigError
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, search
 from asp.tinychess.chess_search import ChessSearch, Position
@@ -44,7 +46,7 @@ from asp.tinychess.mates import mating_moves
 from asp.tinychess.moves import legal_move_indices
 from asp.tinychess.records import MODEL, OPPONENT, GameRecord, PlyData, summarise
 
-__all__ = ["BoardPlayer", "PlayConfig", "play_games"]
+__all__ = ["BoardPlayer", "PlayConfig", "check_play_field", "play_games"]
 
 _MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
 
@@ -135,54 +137,69 @@ class PlayConfig:
         return self.max_plies
 
     def __post_init__(self) -> None:
-        big = 2**63 - 1
-        check_ints(
-            "PlayConfig",
-            self,
-            (
-                ("n_games", 0, 10**9),
-                ("seed", 0, big),
-                ("first_game", 0, big),
-                ("max_plies", 1, 10_000),
-                ("batch_size", 1, 4096),
-                ("model_version", 0, big),
-                ("opponent_version", 0, big),
-                ("adjudication_margin", 1, 39),
-            ),
-        )
-        for name in ("temperature", "opponent_temperature"):
-            t = getattr(self, name)
-            if t is None and name == "opponent_temperature":
-                continue
-            if isinstance(t, bool) or not isinstance(t, int | float) or not (t == 0 or 0.01 <= t <= 100):
-                # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
-                raise ConfigError(f"PlayConfig.{name} must be 0 (greedy) or a number in 0.01..100, got {t!r}")
-        for name in ("search", "opponent_search"):
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
-                raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
-        for flag in ("mask_illegal", "samples", "mate_in_one", "opponent_mate_in_one"):
-            if flag == "opponent_mate_in_one" and self.opponent_mate_in_one is None:
-                continue
-            if not isinstance(getattr(self, flag), bool):
-                raise ConfigError(f"PlayConfig.{flag} must be True or False, got {getattr(self, flag)!r}")
-        if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
-            raise ConfigError(f"PlayConfig.openings must be a sequence of FEN strings, got {self.openings!r}")
+        for spec in dataclasses.fields(PlayConfig):  # a subclass checks the fields it adds
+            check_play_field(spec.name, getattr(self, spec.name))
         object.__setattr__(self, "openings", tuple(self.openings))
-        for fen in self.openings:
-            _check_opening(fen)
 
 
-def _check_opening(fen: object) -> None:
+_BIG = 2**63 - 1
+_INT_FIELDS = {
+    "n_games": (0, 10**9),
+    "seed": (0, _BIG),
+    "first_game": (0, _BIG),
+    "max_plies": (1, 10_000),
+    "batch_size": (1, 4096),
+    "model_version": (0, _BIG),
+    "opponent_version": (0, _BIG),
+    "adjudication_margin": (1, 39),
+}
+_FLAGS = ("mask_illegal", "samples", "mate_in_one")
+
+
+def check_play_field(field: str, value: object, *, name: str | None = None) -> None:
+    """ConfigError unless ``value`` is a value of PlayConfig's ``field``. The message calls it
+    ``name``, by default ``PlayConfig.<field>``: a config that makes PlayConfigs from fields of
+    its own, or a command-line option, checks them under its own names.
+
+    >>> check_play_field("batch_size", 0, name="RunConfig.play_batch")
+    Traceback (most recent call last):
+    ...
+    asp.errors.ConfigError: RunConfig.play_batch must be an int in 1..4096, got 0
+    """
+    name = name or f"PlayConfig.{field}"
+    if field in _INT_FIELDS:
+        check_int(name, value, *_INT_FIELDS[field])
+    elif field in ("temperature", "opponent_temperature"):
+        # Below 0.01 logits / t overflows float32: 0 (greedy) is the way to ask for that.
+        check_number(name, value, 0.01, 100, also=(None, 0) if field == "opponent_temperature" else (0,))
+    elif field == "opponent_mate_in_one":
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{name} must be None, True or False, got {value!r}")
+    elif field in _FLAGS:
+        check_bool(name, value)
+    elif field in ("search", "opponent_search"):
+        if value is not None and not isinstance(value, SearchConfig):
+            raise ConfigError(f"{name} must be a SearchConfig or None, got {value!r}")
+    elif field == "openings":
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            raise ConfigError(f"{name} must be a sequence of FEN strings, got {value!r}")
+        for fen in value:
+            _check_opening(name, fen)
+    else:
+        raise ValueError(f"PlayConfig has no field {field!r}")
+
+
+def _check_opening(name: str, fen: object) -> None:
     if not isinstance(fen, str):
-        raise ConfigError(f"PlayConfig.openings must hold FEN strings, got {fen!r}")
+        raise ConfigError(f"{name} must hold FEN strings, got {fen!r}")
     try:
         board = chess.Board(fen)
     except ValueError as e:
-        raise ConfigError(f"PlayConfig.openings: invalid FEN {fen!r}: {e}") from None
+        raise ConfigError(f"{name}: invalid FEN {fen!r}: {e}") from None
     if not board.is_valid():
-        raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is not a legal position ({board.status()!r})")
+        raise ConfigError(f"{name}: FEN {fen!r} is not a legal position ({board.status()!r})")
     if board.is_game_over():
-        raise ConfigError(f"PlayConfig.openings: FEN {fen!r} is a finished game")
+        raise ConfigError(f"{name}: FEN {fen!r} is a finished game")
 
 
 @runtime_checkable

@@ -49,7 +49,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.errors import ConfigError, check_ints
+from asp.checks import check_int, check_number
+from asp.errors import ConfigError
 from asp.tinychess.features import encode_boards, placement_key, unpack_boards
 from asp.tinychess.moves import legal_move_indices, move_index
 from asp.tinychess.play import material_lead
@@ -117,16 +118,14 @@ class TrainConfig:
             ("gamma", 0.0, 1.0, False),
             ("outcome_gamma", 0.0, 1.0, False),
         ):
-            value = getattr(self, name)
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
-            if not ok or (open_low and value == low):
-                bound = "(" if open_low else "["
-                raise ConfigError(f"TrainConfig.{name} must be a number in {bound}{low}, {high}], got {value!r}")
-        check_ints(
-            "TrainConfig",
-            self,
-            (("batch_size", 1, 65536), ("epochs", 1, 100), ("seed", 0, 2**63 - 1), ("replay", 1, 64)),
-        )
+            check_number(f"TrainConfig.{name}", getattr(self, name), low, high, open_low=open_low)
+        for name, first, last in (
+            ("batch_size", 1, 65536),
+            ("epochs", 1, 100),
+            ("seed", 0, 2**63 - 1),
+            ("replay", 1, 64),
+        ):
+            check_int(f"TrainConfig.{name}", getattr(self, name), first, last)
         if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
