@@ -12,7 +12,7 @@ The hierarchy::
 
 from __future__ import annotations
 
-__all__ = ["AspError", "ClosedError", "ConfigError", "LoopError", "ShardCancelled", "ShardFailed", "check_ints"]
+__all__ = ["AspError", "ClosedError", "ConfigError", "LoopError", "ShardCancelled", "ShardFailed"]
 
 
 class AspError(Exception):
@@ -22,16 +22,9 @@ class AspError(Exception):
 class ConfigError(AspError, ValueError):
     """A config field or option has a value outside its allowed range.
 
-    The message names the field and the values it allows.
+    The message names the field and the values it allows (:func:`asp.checks.check_int` and
+    its siblings write it).
     """
-
-
-def check_ints(owner: str, obj: object, fields: tuple[tuple[str, int, int], ...]) -> None:
-    """Raise ConfigError unless each ``(name, low, high)`` field of ``obj`` is an int in range."""
-    for name, low, high in fields:
-        value = getattr(obj, name)
-        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-            raise ConfigError(f"{owner}.{name} must be an int in {low}..{high}, got {value!r}")
 
 
 class ShardFailed(AspError):

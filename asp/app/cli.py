@@ -43,6 +43,8 @@ EXIT_FAILURE = 1
 
 
 def _parser() -> argparse.ArgumentParser:
+    from asp.pipeline import MAX_STALENESS
+
     parser = argparse.ArgumentParser(prog="asp", description="Async self-play for board games.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -68,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--max-staleness",
         type=int,
-        help="versions a game may lag behind the weights that train on it (0-16; default 1: the next "
+        help=f"versions a game may lag behind the weights that train on it (0-{MAX_STALENESS}; default 1: the next "
         "iteration is played while training; N >= 2: self-play runs up to N iterations ahead)",
     )
     train.add_argument(
@@ -213,6 +215,8 @@ _GAME_OPTIONS = (("games", 1, 10**6), ("max_plies", 1, 10_000), ("seed", 0, 2**6
 
 def _check_game_options(args: argparse.Namespace) -> None:
     """ConfigError naming the first option of ``asp play``/``asp eval`` out of its range."""
+    from asp.tinychess.play import check_play_field
+
     for name, low, high in _GAME_OPTIONS:
         value = getattr(args, name)
         if not low <= value <= high:
@@ -221,9 +225,7 @@ def _check_game_options(args: argparse.Namespace) -> None:
         raise ConfigError(f"--search must be in 0..10000 (simulations; 0: no search), got {args.search}")
     if args.search and args.policy_only:
         raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
-    t = args.temperature
-    if not (t == 0 or 0.01 <= t <= 100):  # NaN too
-        raise ConfigError(f"--temperature must be 0 (greedy) or a number in 0.01..100, got {t}")
+    check_play_field("temperature", args.temperature, name="--temperature")
 
 
 def _how_it_plays(

@@ -22,7 +22,6 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,14 @@ import torch
 
 from asp.app.outputs import writing
 from asp.atomic import save_atomic, write_text_atomic
-from asp.errors import AspError, ConfigError, check_ints
+from asp.checks import check_int
+from asp.errors import AspError, ConfigError
+from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
 from asp.tinychess.engine import EngineConfig
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.openings import match_openings
-from asp.tinychess.play import PlayConfig
+from asp.tinychess.play import PlayConfig, check_play_field
 from asp.tinychess.train import TrainConfig, Trainer
 
 __all__ = [
@@ -117,39 +118,28 @@ class RunConfig:
     """The trainer."""
 
     def __post_init__(self) -> None:
-        check_ints(
-            "RunConfig",
-            self,
-            (
-                ("iterations", 1, 100_000),
-                ("games", 1, 10**6),
-                ("seed", 0, 2**31 - 1),
-                ("eval_every", 1, 10**6),
-                ("eval_games", 1, 10**6),
-                ("max_staleness", 0, 16),
-                ("search", 0, 10_000),
-                ("search_considered", 1, 1024),
-            ),
-        )
+        for name, low, high in (
+            ("iterations", 1, 100_000),
+            ("games", 1, 10**6),
+            ("seed", 0, 2**31 - 1),
+            ("eval_every", 1, 10**6),
+            ("eval_games", 1, 10**6),
+            ("max_staleness", 0, MAX_STALENESS),
+            ("search", 0, 10_000),
+            ("search_considered", 1, 1024),
+        ):
+            check_int(f"RunConfig.{name}", getattr(self, name), low, high)
         if self.eval_search is not None:
-            check_ints("RunConfig", self, (("eval_search", 0, 10_000),))
-        # The play settings are validated by PlayConfig itself; errors name RunConfig's fields.
-        self._named(lambda: self.play_cfg(0, 0), {"batch_size": "play_batch", "n_games": "games"})
-        self._named(
-            lambda: self.eval_cfg(0),
-            {"batch_size": "play_batch", "n_games": "eval_games", "temperature": "eval_temperature"},
-        )
-
-    @staticmethod
-    def _named(make: Callable[[], PlayConfig], names: dict[str, str]) -> None:
-        try:
-            make()
-        except ConfigError as e:
-
-            def rename(m: re.Match[str]) -> str:
-                return f"RunConfig.{names.get(m[1], m[1])}"
-
-            raise ConfigError(re.sub(r"PlayConfig\.(\w+)", rename, str(e))) from None
+            check_int("RunConfig.eval_search", self.eval_search, 0, 10_000)
+        # The settings passed on to PlayConfig, by PlayConfig's rules under RunConfig's names.
+        for play_field, name in (
+            ("max_plies", "max_plies"),
+            ("temperature", "temperature"),
+            ("temperature", "eval_temperature"),
+            ("batch_size", "play_batch"),
+            ("mate_in_one", "mate_in_one"),
+        ):
+            check_play_field(play_field, getattr(self, name), name=f"RunConfig.{name}")
 
     def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
         """The model's search: sampling (Gumbel noise at the root) with ``search`` simulations

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import re
 import signal
 import sys
 import threading
@@ -58,14 +57,14 @@ def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
 
 
 def engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
-    """``EngineConfig(**fields)``, its errors naming the command-line options that set the fields."""
-    from asp.tinychess.engine import EngineConfig
+    """``EngineConfig(**fields)``, the fields that ``options`` maps to command-line options
+    checked first under those options' names."""
+    from asp.tinychess.engine import EngineConfig, check_engine_field
 
-    try:
-        return EngineConfig(**fields)
-    except ConfigError as e:
-        message = re.sub(r"EngineConfig\.(\w+)", lambda m: options.get(m[1], m[0]), str(e))
-        raise ConfigError(message) from None
+    for name, option in options.items():
+        if name in fields:
+            check_engine_field(name, fields[name], name=option)
+    return EngineConfig(**fields)
 
 
 def train_config(args: argparse.Namespace) -> Any:
