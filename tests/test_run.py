@@ -131,7 +131,7 @@ def test_run_config_play_configs_give_each_iteration_its_own_games_and_seed() ->
     assert RunConfig(seed=4).play_cfg(0, 0).seed != cfg.play_cfg(0, 0).seed
     evaluation = cfg.eval_cfg(5)
     assert evaluation == cfg.eval_cfg(5)  # the same openings of chance at every evaluation
-    assert (evaluation.n_games, evaluation.model_version, evaluation.temperature) == (200, 5, 0.1)
+    assert (evaluation.n_games, evaluation.model_version, evaluation.temperature) == (100, 5, 0.1)
     assert evaluation.opponent_temperature == 1.0  # the random mover stays random
     RunConfig(seed=2**31 - 1, iterations=100_000).play_cfg(99_999, 0)  # the largest seed still fits
 

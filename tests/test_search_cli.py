@@ -88,7 +88,7 @@ def options(**given: object) -> argparse.Namespace:
 
 
 def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() -> None:
-    state = {"config": RunConfig(search=12, search_considered=8).to_dict()}
+    state = {"config": RunConfig(search=12, search_considered=8, eval_search=None).to_dict()}
     assert _how_it_plays(options(), state, sampling=False) == (SearchConfig(12, 8, gumbel_scale=0.0), True)
     assert _how_it_plays(options(), state, sampling=True)[0] == SearchConfig(12, 8, gumbel_scale=1.0)
     assert _how_it_plays(options(search=3), state, sampling=False)[0] == SearchConfig(3, 8, gumbel_scale=0.0)
@@ -97,6 +97,8 @@ def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() ->
     older = RunConfig().to_dict()
     del older["search"], older["eval_search"]  # a run of an asp before search: its policy alone
     assert _how_it_plays(options(), {"config": older}, sampling=False)[0] is None
+    older["search"] = 4  # a run of an asp before eval_search: evaluated as it played
+    assert _how_it_plays(options(), {"config": older}, sampling=False)[0] == SearchConfig(4, gumbel_scale=0.0)
 
 
 def test_a_run_can_search_deeper_when_it_plays_to_win_than_in_self_play() -> None:

@@ -49,12 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train TinyChess by pipelined self-play (the main job)")
-    train.add_argument("--iterations", type=int, help="iterations to train (default 40)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 16)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")
-    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 4)")
-    train.add_argument("--eval-games", type=int, help="games per evaluation (default 200)")
+    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 8)")
+    train.add_argument("--eval-games", type=int, help="games per evaluation, against each opponent (default 100)")
     train.add_argument(
         "--eval-vs",
         choices=("random", "stockfish"),
@@ -77,13 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         "--search",
         type=int,
         help="simulations of the model's search per move, trained on its improved policy; "
-        "0: the policy alone, trained by policy gradient (default 0)",
+        "0: the policy alone, trained by policy gradient (default 8)",
     )
     train.add_argument(
         "--eval-search",
         type=int,
         help="simulations of the model's search when it plays to win (evaluations, asp eval); "
-        "0: the policy alone (default: as --search)",
+        "0: the policy alone (default 32)",
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")

@@ -67,7 +67,7 @@ class RunError(AspError):
 class RunConfig:
     """Everything that defines a TinyChess training run. Invalid values raise ConfigError."""
 
-    iterations: int = 40
+    iterations: int = 16
     """Iterations to train (1 to 100000)."""
     games: int = 160
     """Self-play games per iteration (1 to 10**6)."""
@@ -90,22 +90,21 @@ class RunConfig:
     evaluations (:attr:`PlayConfig.mate_in_one`); the random mover does not. A stored config
     without this field (a run of an asp before it) reads as False. A searching model never
     misses a mate in one anyway."""
-    search: int = 0
-    """Simulations of the model's search before each move, in self-play and in evaluations
-    (:mod:`asp.search`; the trainer then learns the search's improved policy), or 0: the
-    policy alone, trained by policy gradient (0 to 10000). A stored config without this
-    field reads as 0."""
+    search: int = 8
+    """Simulations of the model's search before each move in self-play (:mod:`asp.search`;
+    the trainer then learns the search's improved policy), or 0: the policy alone, trained by
+    policy gradient (0 to 10000). A stored config without this field reads as 0."""
     search_considered: int = 16
     """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
-    eval_search: int | None = None
+    eval_search: int | None = 32
     """Simulations of the model's search when it plays to win: in evaluations during training
     and in ``asp eval`` (0 to 10000: 0 plays the policy alone); None: as ``search``. Self-play
     can search little and still train the policy (the improved policy is a good target after
     a few simulations), while the strength of a player grows with the depth it searches."""
-    eval_every: int = 4
+    eval_every: int = 8
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
-    eval_games: int = 200
-    """Games of each evaluation (1 to 10**6)."""
+    eval_games: int = 100
+    """Games of each evaluation, against each opponent (1 to 10**6)."""
     eval_temperature: float = 0.1
     """Sampling temperature of the model in evaluation games (the random mover samples at 1)."""
     eval_engine: EngineConfig | None = None
@@ -199,9 +198,11 @@ class RunConfig:
         asp.errors.ConfigError: RunConfig.train has no field 'gae_lambda' (a run of another version of asp?); ...
         """
         data = _fields_of("RunConfig", cls, data)
-        # A run stored before the field existed played with the policy alone.
+        # A run stored before the field existed played with the policy alone, and evaluated
+        # as it played.
         data.setdefault("mate_in_one", False)
         data.setdefault("search", 0)
+        data.setdefault("eval_search", None)
         model = ModelConfig(**_fields_of("RunConfig.model", ModelConfig, data.pop("model")))
         train = TrainConfig(**_fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)
