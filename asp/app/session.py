@@ -268,7 +268,7 @@ async def _session(
         ):
             # What exists now (torch, python-chess, the model...) lives as long as the session:
             # out of the collector's way. A full collection otherwise walks it all, stopping the
-            # event loop and every thread for ~150 ms once or twice a run (time/gc_pause_max).
+            # event loop and every thread (time/gc_pause_max).
             gc.freeze()
             pipeline = Pipeline(
                 selfplay,

@@ -1,8 +1,8 @@
 """The writer of a run's games and curves: a process of its own, replaced when it dies.
 
-PGN export and the curves are pure-Python CPU work: in a thread of the coordinator they held
-the GIL in stretches of up to 150 ms while the workers and the trainer kept the cores busy,
-and the event loop stalled that long; in a spawn process of their own they do not touch it.
+PGN export and the curves are pure-Python CPU work: in a thread of the coordinator they would
+hold the GIL for long stretches while the workers and the trainer keep the cores busy, and
+the event loop would stall as long; in a spawn process of their own they do not touch it.
 
 That process must not be a single point of failure: when it dies (the OOM killer, a SIGKILL),
 :meth:`Writer.call` logs ``writer_replaced`` with its pid and the reason, starts another and

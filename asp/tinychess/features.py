@@ -14,8 +14,8 @@ matching :mod:`asp.tinychess.moves`). A board becomes :data:`N_FEATURES` numbers
   repetitions coming.
 
 The bit unpacking is vectorised with numpy; per board only 13 integers are read from
-python-chess, and the attacked squares are looked up in its attack tables (about 4 us a
-board). :func:`pack_boards` keeps the compact form (15 bitboards and two small integers),
+python-chess, and the attacked squares are looked up in its attack tables.
+:func:`pack_boards` keeps the compact form (15 bitboards and two small integers),
 which self-play sends back with each game so that the trainer need not replay it.
 """
 
