@@ -96,7 +96,7 @@ class RunConfig:
     policy gradient (0 to 10000). A stored config without this field reads as 0."""
     search_considered: int = 16
     """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
-    eval_search: int | None = 32
+    eval_search: int | None = 64
     """Simulations of the model's search when it plays to win: in evaluations during training
     and in ``asp eval`` (0 to 10000: 0 plays the policy alone); None: as ``search``. Self-play
     can search little and still train the policy (the improved policy is a good target after
