@@ -612,7 +612,21 @@ def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:
     from asp.app.train_command import train_config
 
     cfg, changes = train_config(_parser().parse_args(["train", "--policy-only"]))
-    assert changes == {"mate_in_one": False, "search": 0} and not cfg.mate_in_one
+    assert changes == {"mate_in_one": False, "search": 0, "eval_search": None} and not cfg.mate_in_one
     assert not cfg.play_cfg(0, 0).mate_in_one and not cfg.eval_cfg(0).mate_in_one
+    assert cfg.eval_cfg(0).search is None  # evaluated as it plays: its policy alone
     cfg, changes = train_config(_parser().parse_args(["train"]))
     assert changes == {} and cfg.mate_in_one
+
+
+def test_search_0_searches_nowhere_unless_eval_search_says_so() -> None:
+    from asp.app.cli import _parser
+    from asp.app.train_command import train_config
+
+    def evaluation(*options: str) -> int | None:
+        search = train_config(_parser().parse_args(["train", *options]))[0].eval_cfg(0).search
+        return None if search is None else search.simulations
+
+    assert evaluation("--search", "0") is None  # the policy-gradient run of old
+    assert evaluation("--search", "0", "--eval-search", "16") == 16
+    assert evaluation("--search", "4") == evaluation() == 64

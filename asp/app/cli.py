@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         "--eval-search",
         type=int,
         help="simulations of the model's search when it plays to win (evaluations, asp eval); "
-        "0: the policy alone (default 64)",
+        "0: the policy alone (default 64; with --search 0 or --policy-only, 0)",
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="width of the model (default 256)")

@@ -105,6 +105,8 @@ def train_config(args: argparse.Namespace) -> Any:
             )
         changes["mate_in_one"] = False
         changes["search"] = 0
+    if changes.get("search") == 0 and args.eval_search is None:
+        changes["eval_search"] = None  # no search in self-play: none when it plays to win either
     engine = _train_engine_config(args)
     if engine is not None:
         changes["eval_engine"] = engine
