@@ -22,6 +22,7 @@ repetition count; inside the tree positions are taken as new.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +53,17 @@ class Position:
     legal: list[chess.Move] = field(default_factory=list)
     indices: list[int] = field(default_factory=list)
 
+    def listed(self) -> list[int]:
+        """The policy indices of its legal moves (``legal``, in the same order), listed on first use."""
+        if not self.indices:
+            self.legal, self.indices = legal_move_indices(self.board)
+        return self.indices
+
+    @functools.cached_property
+    def key(self) -> tuple[int, ...]:
+        """Its :func:`~asp.tinychess.features.placement_key`, computed once."""
+        return placement_key(self.board)
+
 
 class ChessSearch:
     """The search protocol over chess positions, evaluated by a TinyChess network.
@@ -74,9 +86,7 @@ class ChessSearch:
         return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
 
     def actions(self, state: Position) -> list[int]:
-        if not state.indices:
-            state.legal, state.indices = legal_move_indices(state.board)
-        return state.indices
+        return state.listed()
 
     def apply(self, state: Position, action: int) -> Position:
         board = state.board.copy(stack=False)
@@ -86,9 +96,8 @@ class ChessSearch:
     @staticmethod
     def move(state: Position, action: int) -> chess.Move:
         """The move of ``action`` in the expanded ``state``."""
-        if not state.indices:
-            state.legal, state.indices = legal_move_indices(state.board)
-        return state.legal[state.indices.index(action)]
+        position = state.listed().index(action)
+        return state.legal[position]
 
     def evaluate(self, states: Sequence[Position]) -> tuple[list[np.ndarray], list[float]]:
         bitboards, scalars = pack_boards([s.board for s in states], [s.repetitions for s in states])
@@ -103,13 +112,13 @@ def _repeats(state: Position) -> bool:
     """Whether ``state`` (inside the tree) repeats a position of its path or of the game."""
     if state.parent is None:
         return False  # the root is searched whatever its count
-    key = placement_key(state.board)
+    key = state.key
     if key in state.history:
         return True
     # Only positions with the same side to move can repeat: every other ancestor.
     ancestor = state.parent.parent
     while ancestor is not None:
-        if placement_key(ancestor.board) == key:
+        if ancestor.key == key:
             return True
         ancestor = ancestor.parent.parent if ancestor.parent is not None else None
     return False
