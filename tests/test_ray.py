@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
+from helpers import pid_alive, wait_until
 from selfplay_helpers import tiny
 from torch import nn
 
@@ -118,7 +119,10 @@ async def test_a_private_instance_ships_play_fn_by_value_replaces_an_idle_dead_a
         actors = [pid for pid in selfplay.pids if pid is not None]
         assert len(actors) == 2
         # An actor that dies between calls costs no shard a retry: it is replaced before it gets one.
+        # SIGKILL is delivered at once, but the process takes a moment to end (it frees its memory
+        # first): the actor is dead once its pid says so.
         os.kill(actors[0], signal.SIGKILL)
+        await wait_until(lambda: not pid_alive(actors[0]), seconds=20)
         records, stats = await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
         assert [r.game_id for r in records] == [0, 1, 2, 3]
         assert (stats["retries"], stats["respawns"]) == (0, 1)
