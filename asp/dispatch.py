@@ -11,7 +11,7 @@ simply shares the workers. Each turn of the loop:
 * settles the flights that finished, and checks the deadlines of the others
   (:mod:`asp.flights`: exactly once, retries, stalls, cancellation);
 * offers: a worker that asks for more games (:func:`asp.more_games`) is offered the next
-  shards of its call while no call ahead of it waits;
+  shards of its call while no call ahead of it waits (how many: :mod:`asp.offers`);
 * ends the calls that have everything, and cancels the running shards of those whose caller left.
 """
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import math
 import time
 from typing import Any
 
@@ -30,6 +29,7 @@ from asp.backends.base import Backend, SlotState, WorkerLost
 from asp.calls import Call
 from asp.errors import AspError, ConfigError
 from asp.flights import Flight, Flights
+from asp.offers import FlightCounts, plan_offers
 from asp.shards import Shard, take_batch
 from asp.shield import finish
 from asp.worker import ShardTask
@@ -233,42 +233,24 @@ class Dispatcher:
             )
 
     def _offer(self, states: dict[int, SlotState]) -> None:
-        """Keep a reserve of offered shards at every worker of the first waiting call that takes offers.
+        """Keep a reserve of offered shards at every running worker of the first waiting call
+        that takes offers, as :func:`~asp.offers.plan_offers` sizes it.
 
-        A worker whose games end early takes the next shards this way (:func:`asp.more_games`),
-        into the batch it is playing, instead of its flight ending with a half-empty batch while
-        another worker still plays. Only workers that have asked get offers (a play_fn that never
-        asks holds no reserve), and only those of the first call in dispatch order that has
-        shards waiting, so no call ahead waits for offers to a call behind it. The reserve is
-        twice what the worker took since the last look, at least one shard, but no more than
-        its share of the call's games not yet begun: what a worker holds untaken it must play
-        itself, so near the end of a call the last games go to the workers as they free up. A
-        flight takes no more than its ``cap`` of games.
+        Only the first call in dispatch order that has shards waiting is offered, so no call
+        ahead waits for offers to a call behind it.
         """
         call = self._next_call()
         if call is None or not call.offers:
             return
         flights = [f for f in self._flights if f.call is call and f.slot in states and f.cancel_by is None]
-        untaken = {f.slot: f.offers[states[f.slot].taken :] for f in flights}
-        waiting = sum(s.games for s in call.queue) + sum(s.games for u in untaken.values() for s in u)
-        share = math.ceil(waiting / self.workers)
-        for flight in flights:
-            state = states[flight.slot]
-            if state.phase != progress.RUNNING or flight.future.done():
-                continue
-            if state.asked == 0 and state.taken == 0:
-                continue  # it has never asked: its play_fn takes no offers, or its batch is full
-            shards = min(progress.OFFER_RING - 1, max(1, 2 * (state.taken - flight.taken_seen)))
-            flight.taken_seen = state.taken
-            held = sum(s.games for s in untaken[flight.slot])
-            while call.queue and len(flight.offers) - state.taken < shards:
-                games = call.queue[0].games
-                if flight.games + games > flight.cap or (held and held + games > share):
-                    break
+        counts = [_counts(f, states[f.slot]) for f in flights]
+        plan = plan_offers(counts, [s.games for s in call.queue], workers=self.workers)
+        for flight, top_up in zip(flights, plan, strict=True):
+            flight.taken_seen = top_up.taken_seen
+            for _ in range(top_up.shards):
                 shard = call.queue.popleft()
-                self.backend.offer(flight.slot, len(flight.offers), shard.first_game, games)
+                self.backend.offer(flight.slot, len(flight.offers), shard.first_game, shard.games)
                 flight.offers.append(shard)
-                held += games
 
     def _replace_lost(self) -> None:
         """Start a new worker in every slot whose worker is gone: now, not when a shard needs the
@@ -291,3 +273,17 @@ class Dispatcher:
                 f"the worker of slot {slot} died {deaths} times in a row without a shard "
                 f"(last: {exit}); see the workers' stderr"
             )
+
+
+def _counts(flight: Flight, state: SlotState) -> FlightCounts:
+    """``flight`` and its worker's last counters, as plain numbers for :func:`~asp.offers.plan_offers`."""
+    return FlightCounts(
+        running=state.phase == progress.RUNNING and not flight.future.done(),
+        asked=state.asked,
+        taken=state.taken,
+        taken_seen=flight.taken_seen,
+        offered=len(flight.offers),
+        untaken_games=sum(s.games for s in flight.offers[state.taken :]),
+        games=flight.games,
+        cap=flight.cap,
+    )
