@@ -29,7 +29,7 @@ from typing import Any
 import chess
 import torch
 
-from asp.app.run import RunConfig, model_from_checkpoint
+from asp.app.checkpoint import model_from_checkpoint, run_config_of
 from asp.app.session import endings
 from asp.tinychess import MODEL, GameRecord, play_games
 from asp.tinychess.mates import mating_moves
@@ -64,7 +64,7 @@ def main() -> None:
 
     torch.set_num_threads(1)
     model, state = model_from_checkpoint(args.run)
-    cfg = RunConfig.from_dict(state["config"])
+    cfg = run_config_of(state)
     play = cfg.eval_cfg(int(state["version"]))
     if args.games is not None:
         play = dataclasses.replace(play, n_games=args.games)

@@ -26,7 +26,8 @@ import pytest
 import torch
 from helpers import pgn_games, survivors
 
-from asp.app.run import RunConfig, load_checkpoint
+from asp.app.checkpoint import load_checkpoint
+from asp.app.run_config import RunConfig
 from asp.tinychess.model import ModelConfig
 
 RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that

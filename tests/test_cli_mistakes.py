@@ -21,7 +21,8 @@ import psutil
 import pytest
 import torch
 
-from asp.app.run import CHECKPOINT, RunConfig, checkpoint_state
+from asp.app.checkpoint import CHECKPOINT, checkpoint_state
+from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.train import Trainer

@@ -18,8 +18,9 @@ import pytest
 import torch
 from helpers import assert_pgn_extract_accepts, pgn_games
 
+from asp.app.checkpoint import CHECKPOINT, checkpoint_state
 from asp.app.cli import main
-from asp.app.run import CHECKPOINT, RunConfig, checkpoint_state
+from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.train import Trainer

@@ -1,4 +1,4 @@
-"""The run directory: RunConfig, RunDir, checkpoints and their errors, metrics, curves.
+"""The run directory: RunConfig, RunDir, metrics, curves (the checkpoint's format: test_checkpoint).
 
 Checkpoints are written from a Trainer in this process. One test at the end runs a whole
 (tiny) training session in this process, with one worker, to watch its event loop while the
@@ -12,7 +12,6 @@ import dataclasses
 import gc
 import json
 import os
-import random
 import re
 import subprocess
 import sys
@@ -24,24 +23,16 @@ from typing import Any
 import pytest
 import torch
 
+import asp.app.checkpoint
 import asp.app.curves
-import asp.app.run
 import asp.app.session
+from asp.app.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
 from asp.app.curves import plot_curves
-from asp.app.run import (
-    CHECKPOINT,
-    RunConfig,
-    RunDir,
-    RunError,
-    checkpoint_state,
-    load_checkpoint,
-    model_from_checkpoint,
-    pending_plays,
-)
+from asp.app.run import RunDir
+from asp.app.run_config import RunConfig
 from asp.app.session import train_session
 from asp.app.writer import Writer
-from asp.atomic import save_atomic
-from asp.errors import AspError, ConfigError
+from asp.errors import ConfigError
 from asp.tinychess import MODEL, GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.train import TrainConfig, Trainer
 
@@ -68,7 +59,8 @@ def checkpoint(tmp_path: Path) -> Path:
     cfg = tiny_config()
     run = RunDir(tmp_path / "run")
     run.create(cfg)
-    run.save(trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    state = checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    write_checkpoint(state, run.checkpoint)
     return run.checkpoint
 
 
@@ -220,179 +212,6 @@ def test_stored_config_of_an_incomplete_config_json_is_a_run_error(tmp_path: Pat
         RunDir(tmp_path).stored_config()
 
 
-# -- checkpoints -----------------------------------------------------------------------------
-
-
-def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
-    cfg = tiny_config(seed=5)
-    trainer = trained(cfg)
-    play_weights = TinyChess(cfg.model).state_dict()
-    run = RunDir(tmp_path / "run")
-    run.create(cfg)
-    torch.manual_seed(123)
-    run.save(trainer, cfg, next_iteration=3, version=3, play_weights=play_weights)
-    assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
-
-    raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
-    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 2)
-    data = load_checkpoint(run.checkpoint)
-    assert (data["next_iteration"], data["version"], data["trainer_steps"]) == (3, 3, trainer.steps)
-    assert RunConfig.from_dict(data["config"]) == cfg
-    for key, tensor in trainer.model.state_dict().items():
-        assert torch.equal(data["model"][key], tensor), key
-    for key, tensor in play_weights.items():
-        assert torch.equal(data["play_weights"][key], tensor), key
-    assert data["optimizer"]["state"]  # Adam's moments are kept
-    state = data["trainer_rng"]
-    restored = random.Random()
-    restored.setstate((state[0], tuple(state[1]), state[2]))
-    assert restored.random() == trainer.rng.random()
-    assert torch.equal(data["torch_rng"], torch.get_rng_state())
-
-    for where in (run.path, run.checkpoint):
-        model, meta = model_from_checkpoint(where)
-        assert meta["version"] == 3
-        assert not model.training
-        assert model.cfg == cfg.model
-        assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
-
-
-def test_the_first_pending_plays_weights_are_stored_once(tmp_path: Path) -> None:
-    cfg = tiny_config(seed=5)
-    trainer = trained(cfg)
-    weights = TinyChess(cfg.model).state_dict()
-    size = sum(t.numel() * t.element_size() for t in weights.values())
-    sizes = []
-    for name, play_weights in (("alone", None), ("both", weights)):
-        path = tmp_path / f"{name}.pt"
-        state = checkpoint_state(
-            trainer, cfg, next_iteration=3, version=3, play_weights=play_weights, pending_plays=[(2, weights)]
-        )
-        save_atomic(state, path)
-        sizes.append(path.stat().st_size)
-        data = load_checkpoint(path)
-        assert pending_plays(data)[0][0] == 2
-        for key, tensor in weights.items():
-            assert torch.equal(data["pending_plays"][0]["weights"][key], tensor), key
-            if play_weights is not None:
-                assert torch.equal(data["play_weights"][key], tensor), key
-    assert sizes[1] - sizes[0] < size / 4  # not a second copy of the weights
-
-
-def test_saving_again_replaces_the_checkpoint(checkpoint: Path) -> None:
-    cfg = tiny_config()
-    RunDir(checkpoint.parent).save(trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
-    assert load_checkpoint(checkpoint)["next_iteration"] == 2
-    assert [p.name for p in checkpoint.parent.iterdir() if p.name.startswith(".")] == []
-
-
-def _truncated(checkpoint: Path) -> Path:
-    data = checkpoint.read_bytes()
-    checkpoint.write_bytes(data[: len(data) // 2])
-    return checkpoint
-
-
-def _foreign_torch_file(checkpoint: Path) -> Path:
-    torch.save({"weight": torch.zeros(3), "epoch": 4}, checkpoint)
-    return checkpoint
-
-
-def _random_bytes(checkpoint: Path) -> Path:
-    checkpoint.write_bytes(random.Random(0).randbytes(4096))
-    return checkpoint
-
-
-def _missing(checkpoint: Path) -> Path:
-    checkpoint.unlink()
-    return checkpoint
-
-
-def _a_directory(checkpoint: Path) -> Path:
-    return checkpoint.parent
-
-
-def _other_format_version(checkpoint: Path) -> Path:
-    data = torch.load(checkpoint, weights_only=True)
-    data["format_version"] = 99
-    torch.save(data, checkpoint)
-    return checkpoint
-
-
-def _a_config_field_of_another_asp(checkpoint: Path) -> Path:
-    data = torch.load(checkpoint, weights_only=True)
-    data["config"]["train"]["gae_lambda"] = 0.8  # a field this asp does not have
-    torch.save(data, checkpoint)
-    return checkpoint
-
-
-def _a_config_without_its_model(checkpoint: Path) -> Path:
-    data = torch.load(checkpoint, weights_only=True)
-    del data["config"]["model"]
-    torch.save(data, checkpoint)
-    return checkpoint
-
-
-@pytest.mark.parametrize(
-    "spoil",
-    [
-        _missing,
-        _a_directory,
-        _truncated,
-        _foreign_torch_file,
-        _random_bytes,
-        _other_format_version,
-        _a_config_field_of_another_asp,
-        _a_config_without_its_model,
-    ],
-)
-def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path, spoil: object) -> None:
-    path = spoil(checkpoint)  # type: ignore[operator]
-    with pytest.raises(RunError) as raised:
-        load_checkpoint(path)
-    message = str(raised.value)
-    assert message.startswith(f"{path}: "), message
-    assert "\n" not in message
-    assert isinstance(raised.value, AspError)
-    if path.is_file():
-        with pytest.raises(RunError, match=str(path)):
-            model_from_checkpoint(path)
-
-
-def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
-    data = torch.load(checkpoint, weights_only=True)
-    data["format_version"] = 1  # what asp wrote before the attacked-squares planes
-    torch.save(data, checkpoint)
-    with pytest.raises(RunError, match=r"format version 1, expected 2 \(made by an older asp, whose network"):
-        model_from_checkpoint(checkpoint)
-
-
-def _a_whole_pickled_model(checkpoint: Path) -> Path:
-    # torch.save of a module object, not a state_dict: a common foreign file. weights_only
-    # refuses to build the class.
-    torch.save(TinyChess(TINY), checkpoint)
-    return checkpoint
-
-
-def test_a_whole_pickled_model_is_a_run_error_naming_the_path(checkpoint: Path) -> None:
-    path = _a_whole_pickled_model(checkpoint)
-    with pytest.raises(RunError) as raised:
-        load_checkpoint(path)
-    assert str(raised.value).startswith(f"{path}: not a readable checkpoint")
-
-
-def test_the_error_of_a_whole_pickled_model_is_one_plain_line(checkpoint: Path) -> None:
-    path = _a_whole_pickled_model(checkpoint)
-    with pytest.raises(RunError) as raised:
-        load_checkpoint(path)
-    message = str(raised.value)
-    assert "\n" not in message and "\x1b" not in message, repr(message)
-
-
-def test_model_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> None:
-    with pytest.raises(RunError, match=str(tmp_path / CHECKPOINT)):
-        model_from_checkpoint(tmp_path)
-
-
 # -- metrics ---------------------------------------------------------------------------------
 
 
@@ -483,7 +302,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
         return timed_call
 
-    monkeypatch.setattr(asp.app.run, "save_atomic", timed("checkpoint", asp.app.run.save_atomic))
+    monkeypatch.setattr(asp.app.checkpoint, "save_atomic", timed("checkpoint", asp.app.checkpoint.save_atomic))
     monkeypatch.setattr(asp.app.session, "checkpoint_state", timed("copy", asp.app.session.checkpoint_state))
     call = Writer.call
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from asp.app.cli import _how_it_plays
-from asp.app.run import RunConfig
+from asp.app.run_config import RunConfig
 from asp.search import SearchConfig
 
 LIMIT = 240

@@ -173,8 +173,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _play(args: argparse.Namespace) -> int:
+    from asp.app.checkpoint import model_from_checkpoint
     from asp.app.pgn import write_pgn
-    from asp.app.run import model_from_checkpoint
     from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig, TinyChess
 
@@ -233,11 +233,12 @@ def _how_it_plays(
 ) -> tuple[SearchConfig | None, bool]:
     """The search and the mate-in-one rule a checkpoint plays with: as its run was configured
     (a fresh model: as ``asp train`` would), unless ``--search N`` or ``--policy-only`` says otherwise."""
-    from asp.app.run import RunConfig
+    from asp.app.checkpoint import run_config_of
+    from asp.app.run_config import RunConfig
 
     if args.policy_only:
         return None, False
-    run = RunConfig.from_dict(state["config"]) if state is not None else RunConfig()
+    run = run_config_of(state) if state is not None else RunConfig()
     if args.search is not None:
         run = dataclasses.replace(run, search=args.search, eval_search=None)
     return run.search_cfg(sampling=sampling), run.mate_in_one
@@ -274,9 +275,9 @@ def _checkpoint_name(path: str, version: int) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from asp.app.checkpoint import model_from_checkpoint
     from asp.app.evaluate import match_result_of
     from asp.app.pgn import write_pgn
-    from asp.app.run import model_from_checkpoint
     from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig
     from asp.tinychess.engine import EngineOpponent

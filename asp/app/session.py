@@ -23,17 +23,11 @@ from typing import Any, TypeVar
 import structlog
 import torch
 
+from asp.app.checkpoint import Restored, RunError, checkpoint_state, restore_checkpoint, write_checkpoint
 from asp.app.evaluate import MatchResult, match_result_of
 from asp.app.pgn import write_pgn
-from asp.app.run import (
-    RunConfig,
-    RunDir,
-    RunError,
-    checkpoint_state,
-    load_checkpoint,
-    load_weights,
-    pending_plays,
-)
+from asp.app.run import RunDir
+from asp.app.run_config import RunConfig
 from asp.app.writer import Writer
 from asp.errors import ConfigError, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
@@ -234,7 +228,8 @@ async def _session(
     start, version = 0, 0
     first_plays: list[tuple[int, torch.nn.Module]] = []
     if resume:
-        start, version, first_plays = _restore(run, cfg, model, trainer)  # changes no file
+        restored = _restore(run, cfg, model, trainer)  # changes no file
+        start, version, first_plays = restored.next_iteration, restored.version, restored.pending_plays
         history = run.truncate_metrics(start)
         if run.checkpoint.exists():
             log.info("run_resumed", run=str(run.path), next_iteration=start, version=version)
@@ -442,7 +437,7 @@ def _commit(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> fl
     """
     run.append_metrics(line)
     started = time.perf_counter()
-    run.write_checkpoint(checkpoint)
+    write_checkpoint(checkpoint, run.checkpoint)
     return time.perf_counter() - started
 
 
@@ -457,11 +452,9 @@ def check_resumable(run: RunDir, cfg: RunConfig) -> None:
         torch.set_rng_state(rng)
 
 
-def _restore(
-    run: RunDir, cfg: RunConfig, model: TinyChess, trainer: Trainer
-) -> tuple[int, int, list[tuple[int, torch.nn.Module]]]:
-    """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped:
-    (next iteration, version, the plays that had begun). Writes no file.
+def _restore(run: RunDir, cfg: RunConfig, model: TinyChess, trainer: Trainer) -> Restored:
+    """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
+    run stopped before its first checkpoint starts again at iteration 0). Writes no file.
 
     :raises RunError: the checkpoint does not load, does not fit ``cfg``, or is missing while
         metrics.jsonl holds more than what a run stopped before its first checkpoint leaves
@@ -474,32 +467,8 @@ def _restore(
                 f"{run.checkpoint}: missing, but {run.metrics} holds {len(lines)} iteration(s); "
                 "restore the checkpoint or start a new run in another --run-dir"
             )
-        return 0, 0, []
-    state = load_checkpoint(run.checkpoint)
-    # Only the length of a run may change on resume.
-    if dataclasses.replace(RunConfig.from_dict(state["config"]), iterations=cfg.iterations) != cfg:
-        raise RunError(f"{run.checkpoint}: holds another run config than the one to resume with")
-    first_plays: list[tuple[int, torch.nn.Module]] = []
-    try:
-        load_weights(model, state["model"], run.checkpoint)
-        trainer.optimizer.load_state_dict(state["optimizer"])
-        trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
-        trainer.steps = state["trainer_steps"]
-        for played_by, weights in pending_plays(state):
-            playing = TinyChess(cfg.model)
-            load_weights(playing, weights, run.checkpoint)
-            first_plays.append((played_by, playing))
-        # Last: building a model draws from torch's generator.
-        torch.set_rng_state(state["torch_rng"])
-    except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:
-        raise RunError(f"{run.checkpoint}: checkpoint does not match its config ({type(e).__name__}: {e})") from None
-    return state["next_iteration"], state["version"], first_plays
-
-
-def _as_rng_state(state: Any) -> tuple[Any, ...]:
-    # torch.load gives the tuple back as it was saved; lists only if a tool rewrote it.
-    version, internal, gauss = state
-    return (version, tuple(internal), gauss)
+        return Restored(next_iteration=0, version=0, pending_plays=[])
+    return restore_checkpoint(run.checkpoint, cfg, model, trainer)
 
 
 def _plot(history: list[dict[str, Any]], path: Path) -> str | None:

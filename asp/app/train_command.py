@@ -72,7 +72,7 @@ def train_config(args: argparse.Namespace) -> Any:
 
     :raises ConfigError: for an option out of its range, named as the option.
     """
-    from asp.app.run import RunConfig
+    from asp.app.run_config import RunConfig
     from asp.tinychess.model import ModelConfig
     from asp.tinychess.train import TrainConfig
 
@@ -128,8 +128,9 @@ def _named_option(option: str, make: Callable[[], T]) -> T:
 
 def train_command(args: argparse.Namespace) -> int:
     """Run ``asp train`` with its parsed ``args``; return the exit code."""
+    from asp.app.checkpoint import RunError
     from asp.app.lock import RunLock
-    from asp.app.run import RunDir, RunError
+    from asp.app.run import RunDir
 
     cfg, changes = train_config(args)
     for option in ("workers", "threads_per_worker", "trainer_threads"):
@@ -158,7 +159,7 @@ def train_command(args: argparse.Namespace) -> int:
 
 def _check_run_files(run: RunDir) -> None:
     """RunError naming the first path of the run that is in the way of a file it writes."""
-    from asp.app.run import RunError
+    from asp.app.checkpoint import RunError
 
     for path in (run.metrics, run.log, run.checkpoint, run.path / "config.json", run.curves):
         if path.is_dir():
@@ -185,8 +186,8 @@ def _check_device(device: str) -> None:
 
 def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> int:
     """``asp train`` once the run directory's lock is held: check, then run."""
+    from asp.app.checkpoint import RunError
     from asp.app.display import TrainDisplay
-    from asp.app.run import RunError
     from asp.app.session import check_resumable, train_session
     from asp.cores import split_cores
 

@@ -1,0 +1,274 @@
+"""The checkpoint of a TinyChess training run: its format, and the only code that reads it.
+
+A checkpoint is the state after a completed iteration, one ``torch.save`` of a dict of plain
+values and tensors, so that ``torch.load(weights_only=True)`` reads it without running any
+pickled code::
+
+    format, format_version   "asp-tinychess-run", FORMAT_VERSION
+    config                   the run's RunConfig, as RunConfig.to_dict writes it
+    next_iteration           the first iteration still to play
+    version                  the model's version
+    model, optimizer         the state_dicts of the network and of the trainer's optimizer
+    pending_plays            [{"version": v, "weights": state_dict}]: the later iterations
+                             whose self-play had begun (overlapped runs), in order
+    play_weights             the first pending play's weights, or None (for older readers)
+    trainer_rng, trainer_steps, torch_rng
+                             the trainer's random state and step count, torch's random state
+
+so that ``asp train --resume`` plays the pending iterations again with the same weights and
+seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` writes it
+atomically, :func:`load_checkpoint` reads, checks and upgrades it, and
+:func:`restore_checkpoint` loads it into a model and trainer to resume.
+
+Compatibility: this asp reads every checkpoint of format version ``FORMAT_VERSION``, those
+written before ``pending_plays`` existed included (their ``play_weights`` is read as the one
+pending play, one version older than the checkpoint), and a config stored before a field
+existed reads as :meth:`RunConfig.from_dict` says. One without ``trainer_steps`` plays and
+evaluates but does not resume. It writes ``play_weights`` still, for an asp from before
+``pending_plays``. A checkpoint of format version 1 is refused with a :class:`RunError` that
+says why: its network reads no attacked-squares planes, and no upgrade can add them. A change
+that a reader of this version could not read takes a new ``FORMAT_VERSION``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from asp.app.outputs import writing
+from asp.app.run_config import RunConfig
+from asp.atomic import save_atomic
+from asp.errors import AspError, ConfigError
+from asp.tinychess.model import TinyChess
+from asp.tinychess.train import Trainer
+
+__all__ = [
+    "CHECKPOINT",
+    "FORMAT",
+    "FORMAT_VERSION",
+    "Restored",
+    "RunError",
+    "checkpoint_state",
+    "load_checkpoint",
+    "load_weights",
+    "model_from_checkpoint",
+    "pending_plays",
+    "restore_checkpoint",
+    "run_config_of",
+    "write_checkpoint",
+]
+
+CHECKPOINT = "checkpoint.pt"
+"""The checkpoint's file name inside the run directory."""
+FORMAT = "asp-tinychess-run"
+"""The ``format`` field of every checkpoint: what tells one from another torch file."""
+FORMAT_VERSION = 2
+"""2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""
+
+_COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))
+"""The checkpoint's counters and their largest values (the least is 0)."""
+
+
+class RunError(AspError):
+    """A run directory or checkpoint cannot be used: missing, corrupt, foreign or mismatched."""
+
+
+@dataclass(frozen=True)
+class Restored:
+    """Where the run of a restored checkpoint stopped."""
+
+    next_iteration: int
+    """The first iteration still to play."""
+    version: int
+    """The model's version."""
+    pending_plays: list[tuple[int, torch.nn.Module]]
+    """``(version, weights)`` of the iterations whose self-play had begun, in order: to play
+    again with the same weights (``first_plays`` of :meth:`asp.Pipeline.run`)."""
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def checkpoint_state(
+    trainer: Trainer,
+    cfg: RunConfig,
+    *,
+    next_iteration: int,
+    version: int,
+    play_weights: dict[str, Any] | None,
+    pending_plays: list[tuple[int, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """The checkpoint of a completed iteration, as a copy: training on afterwards cannot change it.
+
+    A state_dict holds the live tensors; the copy lets another thread write the checkpoint
+    while this one goes on. ``pending_plays`` are the ``(version, state_dict)`` of the later
+    iterations whose self-play had begun (``play_weights``, the first one's, stays for older
+    readers: when it is that very dict, it shares the copy, which ``torch.save`` stores once).
+    """
+    pending = [(played_by, weights, _detached(weights)) for played_by, weights in pending_plays or []]
+    play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)
+    if play_copy is None and play_weights is not None:
+        play_copy = _detached(play_weights)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": cfg.to_dict(),
+        "next_iteration": next_iteration,
+        "version": version,
+        "model": _detached(trainer.model.state_dict()),
+        "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
+        "play_weights": play_copy,
+        "pending_plays": [{"version": played_by, "weights": copied} for played_by, _, copied in pending],
+        "trainer_rng": trainer.rng.getstate(),
+        "trainer_steps": trainer.steps,
+        "torch_rng": torch.get_rng_state(),
+    }
+
+
+def _detached(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.detach().clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v) for k, v in state.items()}
+
+
+def write_checkpoint(state: dict[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write a :func:`checkpoint_state` to ``path`` atomically (a temporary file, then a
+    rename); slow for a large model, so a thread may do it. An OSError names ``path``."""
+    with writing(path):
+        save_atomic(state, Path(path))
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load and check a run checkpoint (``weights_only=True``), upgraded to this asp's format.
+
+    :raises RunError: naming the path, if it is missing, truncated, not an asp run checkpoint,
+        or holds a config that this asp cannot read.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise RunError(f"{path}: no checkpoint there")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated zip, foreign pickle...: all mean "not a usable checkpoint"
+        first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0][:200] if str(e) else ""
+        raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_line})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise RunError(f"{path}: not an asp TinyChess run checkpoint")
+    if data.get("format_version") != FORMAT_VERSION:
+        older = data.get("format_version") == 1
+        why = " (made by an older asp, whose network reads no attacked-squares planes)" if older else ""
+        raise RunError(
+            f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}{why}"
+        )
+    try:
+        RunConfig.from_dict(data["config"])
+    except (ConfigError, KeyError, TypeError) as e:
+        raise RunError(f"{path}: its run config is not one this asp reads ({type(e).__name__}: {e})") from None
+    _check_fields(path, data)
+    _upgrade(data)
+    return data
+
+
+def _check_fields(path: Path, data: dict[str, Any]) -> None:
+    """RunError naming the field unless the checkpoint's counters are ints in range and its
+    weights are a mapping (``trainer_steps`` may be absent: play and eval need none)."""
+    for name, high in _COUNTS:
+        if name == "trainer_steps" and name not in data:
+            continue
+        value = data.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+            raise RunError(f"{path}: checkpoint field {name} must be an int in 0..{high}, got {value!r}")
+    if not isinstance(data.get("model"), dict):
+        raise RunError(f"{path}: checkpoint holds no model weights")
+
+
+def _upgrade(data: dict[str, Any]) -> None:
+    """Bring a checked checkpoint of an older asp, in place, to the fields this one writes.
+
+    Written before ``pending_plays`` existed, a checkpoint has only ``play_weights``: the next
+    iteration's, one version older than the checkpoint's (or None, when sequential).
+    """
+    if "pending_plays" not in data:
+        weights = data.get("play_weights")
+        data["pending_plays"] = [] if weights is None else [{"version": data["version"] - 1, "weights": weights}]
+
+
+def run_config_of(state: dict[str, Any]) -> RunConfig:
+    """The run config of a checkpoint that :func:`load_checkpoint` returned."""
+    return RunConfig.from_dict(state["config"])
+
+
+def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The ``(version, state_dict)`` of the plays a checkpoint that :func:`load_checkpoint`
+    returned says had begun, in order."""
+    return [(int(p["version"]), p["weights"]) for p in state["pending_plays"]]
+
+
+def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
+    """``model.load_state_dict(weights)``; weights that do not fit the model (another width, a
+    missing or extra tensor, not a mapping) raise RunError naming ``path``."""
+    try:
+        model.load_state_dict(weights)
+    except (RuntimeError, TypeError, AttributeError, KeyError) as e:
+        # torch's message is a heading, then one tab-indented line per tensor: name the first tensor.
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [type(e).__name__]
+        detail = lines[min(1, len(lines) - 1)][:200]
+        raise RunError(f"{path}: the checkpoint's weights do not fit its model config ({detail})") from None
+
+
+def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict[str, Any]]:
+    """The model of a checkpoint file or run directory (in eval mode), and the checkpoint itself."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CHECKPOINT
+    data = load_checkpoint(path)
+    model = TinyChess(run_config_of(data).model)
+    load_weights(model, data["model"], path)
+    model.eval()
+    return model, data
+
+
+# -- resuming --------------------------------------------------------------------------------
+
+
+def restore_checkpoint(path: str | os.PathLike[str], cfg: RunConfig, model: TinyChess, trainer: Trainer) -> Restored:
+    """Load the checkpoint at ``path`` into ``model`` (the one ``trainer`` trains), the trainer
+    and torch's random state, and say where its run stopped. Only ``cfg.iterations`` may
+    differ from the config the checkpoint holds: a resumed run may be made longer or shorter.
+
+    :raises RunError: naming the path, if the checkpoint does not load (see
+        :func:`load_checkpoint`), holds another config, or does not fit its config.
+    """
+    path = Path(path)
+    state = load_checkpoint(path)
+    if dataclasses.replace(run_config_of(state), iterations=cfg.iterations) != cfg:
+        raise RunError(f"{path}: holds another run config than the one to resume with")
+    plays: list[tuple[int, torch.nn.Module]] = []
+    try:
+        load_weights(model, state["model"], path)
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
+        trainer.steps = state["trainer_steps"]
+        for played_by, weights in pending_plays(state):
+            playing = TinyChess(cfg.model)
+            load_weights(playing, weights, path)
+            plays.append((played_by, playing))
+        # Last: building a model draws from torch's generator.
+        torch.set_rng_state(state["torch_rng"])
+    except (KeyError, RuntimeError, ValueError, TypeError, AttributeError) as e:
+        raise RunError(f"{path}: checkpoint does not match its config ({type(e).__name__}: {e})") from None
+    return Restored(next_iteration=state["next_iteration"], version=state["version"], pending_plays=plays)
+
+
+def _as_rng_state(state: Any) -> tuple[Any, ...]:
+    # torch.load gives the tuple back as it was saved; lists only if a tool rewrote it.
+    version, internal, gauss = state
+    return (version, tuple(internal), gauss)

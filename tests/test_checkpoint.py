@@ -1,0 +1,337 @@
+"""The checkpoint's format: written as a copy and atomically, loaded with ``weights_only``,
+checked (every error a RunError naming the path), upgraded from older asps, and restored into
+a model and trainer to resume.
+
+Checkpoints are written from a Trainer in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from asp.app.checkpoint import (
+    CHECKPOINT,
+    RunError,
+    checkpoint_state,
+    load_checkpoint,
+    model_from_checkpoint,
+    pending_plays,
+    restore_checkpoint,
+    write_checkpoint,
+)
+from asp.app.run import RunDir
+from asp.app.run_config import RunConfig
+from asp.atomic import save_atomic
+from asp.errors import AspError
+from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess.train import TrainConfig, Trainer
+
+TINY = ModelConfig(hidden=16, blocks=0)
+
+
+def tiny_config(**changes: object) -> RunConfig:
+    return dataclasses.replace(RunConfig(games=4, max_plies=8, eval_games=4, model=TINY), **changes)  # type: ignore[arg-type]
+
+
+def trained(cfg: RunConfig) -> Trainer:
+    """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
+    torch.manual_seed(cfg.seed)
+    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu"))
+    records, _ = play_games(trainer.model, None, PlayConfig(n_games=2, max_plies=6))
+    trainer.train(records)
+    return trainer
+
+
+def save(path: Path, trainer: Trainer, cfg: RunConfig, **fields: Any) -> None:
+    """Write the checkpoint of ``trainer`` as a session does: a copy, then written atomically."""
+    write_checkpoint(checkpoint_state(trainer, cfg, **fields), path)
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> Path:
+    """A real checkpoint of a tiny run, in ``tmp_path/run``."""
+    cfg = tiny_config()
+    run = RunDir(tmp_path / "run")
+    run.create(cfg)
+    save(run.checkpoint, trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    return run.checkpoint
+
+
+# -- writing and loading ---------------------------------------------------------------------
+
+
+def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    trainer = trained(cfg)
+    play_weights = TinyChess(cfg.model).state_dict()
+    run = RunDir(tmp_path / "run")
+    run.create(cfg)
+    torch.manual_seed(123)
+    save(run.checkpoint, trainer, cfg, next_iteration=3, version=3, play_weights=play_weights)
+    assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
+
+    raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
+    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 2)
+    data = load_checkpoint(run.checkpoint)
+    assert (data["next_iteration"], data["version"], data["trainer_steps"]) == (3, 3, trainer.steps)
+    assert RunConfig.from_dict(data["config"]) == cfg
+    for key, tensor in trainer.model.state_dict().items():
+        assert torch.equal(data["model"][key], tensor), key
+    for key, tensor in play_weights.items():
+        assert torch.equal(data["play_weights"][key], tensor), key
+    assert data["optimizer"]["state"]  # Adam's moments are kept
+    state = data["trainer_rng"]
+    restored = random.Random()
+    restored.setstate((state[0], tuple(state[1]), state[2]))
+    assert restored.random() == trainer.rng.random()
+    assert torch.equal(data["torch_rng"], torch.get_rng_state())
+
+    for where in (run.path, run.checkpoint):
+        model, meta = model_from_checkpoint(where)
+        assert meta["version"] == 3
+        assert not model.training
+        assert model.cfg == cfg.model
+        assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
+
+
+def test_the_first_pending_plays_weights_are_stored_once(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    trainer = trained(cfg)
+    weights = TinyChess(cfg.model).state_dict()
+    size = sum(t.numel() * t.element_size() for t in weights.values())
+    sizes = []
+    for name, play_weights in (("alone", None), ("both", weights)):
+        path = tmp_path / f"{name}.pt"
+        state = checkpoint_state(
+            trainer, cfg, next_iteration=3, version=3, play_weights=play_weights, pending_plays=[(2, weights)]
+        )
+        save_atomic(state, path)
+        sizes.append(path.stat().st_size)
+        data = load_checkpoint(path)
+        assert pending_plays(data)[0][0] == 2
+        for key, tensor in weights.items():
+            assert torch.equal(data["pending_plays"][0]["weights"][key], tensor), key
+            if play_weights is not None:
+                assert torch.equal(data["play_weights"][key], tensor), key
+    assert sizes[1] - sizes[0] < size / 4  # not a second copy of the weights
+
+
+def test_saving_again_replaces_the_checkpoint(checkpoint: Path) -> None:
+    cfg = tiny_config()
+    save(checkpoint, trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
+    assert load_checkpoint(checkpoint)["next_iteration"] == 2
+    assert [p.name for p in checkpoint.parent.iterdir() if p.name.startswith(".")] == []
+
+
+def _truncated(checkpoint: Path) -> Path:
+    data = checkpoint.read_bytes()
+    checkpoint.write_bytes(data[: len(data) // 2])
+    return checkpoint
+
+
+def _foreign_torch_file(checkpoint: Path) -> Path:
+    torch.save({"weight": torch.zeros(3), "epoch": 4}, checkpoint)
+    return checkpoint
+
+
+def _random_bytes(checkpoint: Path) -> Path:
+    checkpoint.write_bytes(random.Random(0).randbytes(4096))
+    return checkpoint
+
+
+def _missing(checkpoint: Path) -> Path:
+    checkpoint.unlink()
+    return checkpoint
+
+
+def _a_directory(checkpoint: Path) -> Path:
+    return checkpoint.parent
+
+
+def _other_format_version(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    data["format_version"] = 99
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
+def _a_config_field_of_another_asp(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    data["config"]["train"]["gae_lambda"] = 0.8  # a field this asp does not have
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
+def _a_config_without_its_model(checkpoint: Path) -> Path:
+    data = torch.load(checkpoint, weights_only=True)
+    del data["config"]["model"]
+    torch.save(data, checkpoint)
+    return checkpoint
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        _missing,
+        _a_directory,
+        _truncated,
+        _foreign_torch_file,
+        _random_bytes,
+        _other_format_version,
+        _a_config_field_of_another_asp,
+        _a_config_without_its_model,
+    ],
+)
+def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path, spoil: object) -> None:
+    path = spoil(checkpoint)  # type: ignore[operator]
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}: "), message
+    assert "\n" not in message
+    assert isinstance(raised.value, AspError)
+    if path.is_file():
+        with pytest.raises(RunError, match=str(path)):
+            model_from_checkpoint(path)
+
+
+def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
+    data = torch.load(checkpoint, weights_only=True)
+    data["format_version"] = 1  # what asp wrote before the attacked-squares planes
+    torch.save(data, checkpoint)
+    with pytest.raises(RunError, match=r"format version 1, expected 2 \(made by an older asp, whose network"):
+        model_from_checkpoint(checkpoint)
+
+
+def _a_whole_pickled_model(checkpoint: Path) -> Path:
+    # torch.save of a module object, not a state_dict: a common foreign file. weights_only
+    # refuses to build the class.
+    torch.save(TinyChess(TINY), checkpoint)
+    return checkpoint
+
+
+def test_a_whole_pickled_model_is_a_run_error_naming_the_path(checkpoint: Path) -> None:
+    path = _a_whole_pickled_model(checkpoint)
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    assert str(raised.value).startswith(f"{path}: not a readable checkpoint")
+
+
+def test_the_error_of_a_whole_pickled_model_is_one_plain_line(checkpoint: Path) -> None:
+    path = _a_whole_pickled_model(checkpoint)
+    with pytest.raises(RunError) as raised:
+        load_checkpoint(path)
+    message = str(raised.value)
+    assert "\n" not in message and "\x1b" not in message, repr(message)
+
+
+def test_model_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> None:
+    with pytest.raises(RunError, match=str(tmp_path / CHECKPOINT)):
+        model_from_checkpoint(tmp_path)
+
+
+# -- upgrading older checkpoints -------------------------------------------------------------
+
+
+def _as_written_before_pending_plays(path: Path) -> None:
+    """Rewrite the checkpoint at ``path`` as an asp from before ``pending_plays`` wrote it."""
+    data = torch.load(path, weights_only=True)
+    del data["pending_plays"]
+    torch.save(data, path)
+
+
+def test_a_checkpoint_with_only_play_weights_resumes_them_as_the_one_pending_play(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    weights = TinyChess(cfg.model).state_dict()
+    path = tmp_path / CHECKPOINT
+    save(path, trained(cfg), cfg, next_iteration=3, version=3, play_weights=weights)
+    _as_written_before_pending_plays(path)
+
+    [(version, loaded)] = pending_plays(load_checkpoint(path))
+    assert version == 2  # the next iteration's play: one version older than the checkpoint
+    assert all(torch.equal(loaded[key], tensor) for key, tensor in weights.items())
+    model = TinyChess(cfg.model)
+    restored = restore_checkpoint(path, cfg, model, Trainer(model, TrainConfig(device="cpu")))
+    [(version, playing)] = restored.pending_plays
+    assert version == 2
+    assert all(torch.equal(playing.state_dict()[key], tensor) for key, tensor in weights.items())
+
+
+def test_a_sequential_checkpoint_from_before_pending_plays_has_none(tmp_path: Path) -> None:
+    cfg = tiny_config()
+    path = tmp_path / CHECKPOINT
+    save(path, trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
+    _as_written_before_pending_plays(path)
+    assert pending_plays(load_checkpoint(path)) == []
+    model = TinyChess(cfg.model)
+    assert restore_checkpoint(path, cfg, model, Trainer(model, TrainConfig(device="cpu"))).pending_plays == []
+
+
+def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint: Path) -> None:
+    data = torch.load(checkpoint, weights_only=True)
+    del data["trainer_steps"]
+    torch.save(data, checkpoint)
+    model, _ = model_from_checkpoint(checkpoint)
+    assert not model.training
+    fresh = TinyChess(TINY)
+    with pytest.raises(RunError, match=r"checkpoint does not match its config \(KeyError: 'trainer_steps'\)"):
+        restore_checkpoint(checkpoint, tiny_config(), fresh, Trainer(fresh, TrainConfig(device="cpu")))
+
+
+# -- restoring -------------------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, tensors by value, inside dicts, lists and tuples too."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list | tuple) and len(a) == len(b) and all(map(_same, a, b))
+    return bool(a == b)
+
+
+def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path) -> None:
+    cfg = tiny_config(seed=5)
+    trainer = trained(cfg)
+    pending = TinyChess(cfg.model).state_dict()
+    path = tmp_path / CHECKPOINT
+    torch.manual_seed(7)
+    saved_rng = torch.get_rng_state()
+    save(path, trainer, cfg, next_iteration=3, version=4, play_weights=pending, pending_plays=[(3, pending)])
+
+    torch.manual_seed(99)
+    model = TinyChess(cfg.model)
+    fresh = Trainer(model, TrainConfig(device="cpu"))
+    restored = restore_checkpoint(path, dataclasses.replace(cfg, iterations=40), model, fresh)  # longer: allowed
+    assert (restored.next_iteration, restored.version) == (3, 4)
+    assert _same(model.state_dict(), trainer.model.state_dict())
+    assert _same(fresh.optimizer.state_dict(), trainer.optimizer.state_dict())
+    assert fresh.steps == trainer.steps
+    assert fresh.rng.random() == trainer.rng.random()
+    assert torch.equal(torch.get_rng_state(), saved_rng)
+    [(version, playing)] = restored.pending_plays
+    assert version == 3 and _same(playing.state_dict(), pending)
+
+
+def test_restoring_into_another_config_is_refused(checkpoint: Path) -> None:
+    model = TinyChess(TINY)
+    with pytest.raises(RunError) as raised:
+        restore_checkpoint(checkpoint, tiny_config(seed=1), model, Trainer(model, TrainConfig(device="cpu")))
+    assert str(raised.value) == f"{checkpoint}: holds another run config than the one to resume with"
+
+
+def test_pending_weights_that_do_not_fit_the_model_are_refused(checkpoint: Path) -> None:
+    data = torch.load(checkpoint, weights_only=True)
+    data["pending_plays"] = [{"version": 0, "weights": TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()}]
+    torch.save(data, checkpoint)
+    model = TinyChess(TINY)
+    with pytest.raises(RunError, match=r"the checkpoint's weights do not fit its model config"):
+        restore_checkpoint(checkpoint, tiny_config(), model, Trainer(model, TrainConfig(device="cpu")))
