@@ -13,13 +13,14 @@ thread, in one process:
    PUCT selection (``SearchNode.puct_value``, ``uct_c`` 2, as OpenSpiel's AlphaZero uses it)
    by default; ``--peer-selection uct`` for the bot's default UCT, which ignores the prior.
    Timed: ``bot.step(state)`` for each position, one after the other;
-2. asp: ``asp.search.search(ChessSearch(net), positions, SearchConfig(simulations=S), rngs)``
-   over all positions at once (one batch, one network call per simulation step).
+2. asp: ``asp.search.search(ChessSearch(net, batch=N), positions, SearchConfig(simulations=S), rngs)``
+   over all N positions at once (one batch: each step's new leaves of every tree in network
+   calls of N boards).
 
 simulations/s = positions * S * searches / seconds, for each side; the ratio asp / peer (target >= 3)
 factors out the machine. asp's batch occupancy is ``ChessSearch.boards / evaluations`` over
-the number of positions (target >= 0.9): leaves that are decided (mate, stalemate, a mate in
-one for the mover) need no network, so it stays a little under 1.
+the number of positions N, the batch (target >= 0.9): a step's last call is part full, and
+leaves that are decided (mate, stalemate, a mate in one for the mover) need no network.
 
 Positions: seeded random play from the start position (python-chess), 8 to 80 plies, kept
 only where the game goes on and the mover has no mate in one (so that neither side stops a
@@ -172,7 +173,7 @@ class Peer:
 
 def time_asp(net: TinyChess, boards: list[chess.Board], simulations: int, seed: int) -> dict[str, float]:
     """One ``search`` over all ``boards`` at once: seconds, simulations spent, network calls and boards."""
-    game = ChessSearch(net)
+    game = ChessSearch(net, batch=len(boards))
     positions = [Position(board.copy()) for board in boards]
     rngs = [random.Random(seed * 1_000_003 + i) for i in range(len(boards))]
     started = time.perf_counter()

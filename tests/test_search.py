@@ -3,7 +3,7 @@
 The game lives here: the search knows no game, so any game that implements the protocol is
 enough to hold it to its promises (a winning move always played, exact terminal values,
 improved-policy targets that sum to one over the legal moves, one network call per
-simulation step for the whole batch, determinism per random stream).
+round of sequential halving for the whole batch, determinism per random stream).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from asp.errors import ConfigError
-from asp.search import SearchConfig, SearchResult, Status, search
-from asp.search.seq_halving import considered_visits
+from asp.search import SearchConfig, Searches, SearchResult, Status, gumbel, search
+from asp.search.seq_halving import considered_visits, rounds
 
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 
@@ -62,8 +62,12 @@ class TicTacToe:
         return [[0.0] * 9 for _ in states], [0.0] * len(states)
 
 
-def run(states: list[Board], cfg: SearchConfig, seed: int = 0, game: TicTacToe | None = None) -> list[SearchResult]:
-    return search(game or TicTacToe(), states, cfg, [random.Random(f"{seed}:{i}") for i in range(len(states))])
+def run(
+    states: list[Board], cfg: SearchConfig, seed: int | str = 0, game: TicTacToe | None = None
+) -> list[SearchResult]:
+    """Search ``states``, root ``i`` with the stream ``"seed:i"`` (or ``seed`` itself for a string)."""
+    rngs = [random.Random(seed if isinstance(seed, str) else f"{seed}:{i}") for i in range(len(states))]
+    return search(game or TicTacToe(), states, cfg, rngs)
 
 
 THREAT = Board.parse("OO |X  |X  ", mover=1)  # X to move must block at 2 (O threatens 0-1-2)
@@ -98,7 +102,9 @@ def test_improved_policy_is_a_distribution_over_the_legal_actions(simulations: i
         assert -1.0 <= result.value <= 1.0
 
 
-def test_one_network_call_per_simulation_step_for_the_whole_batch() -> None:
+def test_one_network_call_per_round_of_sequential_halving_for_the_whole_batch() -> None:
+    """7 simulations over the 9 actions of an empty board: one round that visits the 7
+    best-ranked once each, all trees' leaves in one call."""
     game = TicTacToe()
     states = [Board((0,) * 9)] * 5
     steps: list[None] = []
@@ -109,9 +115,75 @@ def test_one_network_call_per_simulation_step_for_the_whole_batch() -> None:
         [random.Random(i) for i in range(5)],
         on_step=lambda: steps.append(None),
     )
-    assert len(game.calls) == 1 + 7 and game.calls[0] == 5  # the roots, then one call per step
-    assert all(1 <= n <= 5 for n in game.calls[1:])
-    assert len(steps) == 7  # a heartbeat per simulation step
+    assert game.calls == [5, 5 * 7]  # the roots, then the one round's leaves
+    assert len(steps) == 2  # a heartbeat per step
+
+
+def test_a_long_search_takes_a_step_per_round() -> None:
+    game = TicTacToe()
+    cfg = SearchConfig(simulations=64, considered=8)
+    steps: list[None] = []
+    (result,) = search(game, [Board((0,) * 9)], cfg, [random.Random(0)], on_step=lambda: steps.append(None))
+    planned = rounds(considered_visits(8, 64))
+    assert len(game.calls) == 1 + len(planned) == len(steps)
+    assert planned[:3] == [(0, 8), (1, 8), (2, 4)]  # 8 twice, then the best 4...
+    assert sum(game.calls[1:]) <= 64  # every walk evaluates its new leaf (exact leaves need none)
+
+
+class Hashed(TicTacToe):
+    """Tic-tac-toe with priors and values that differ from board to board (a fixed function
+    of the board), so that the search's choices depend on what it has seen."""
+
+    def evaluate(self, states: Sequence[Board]) -> tuple[list[list[float]], list[float]]:
+        self.calls.append(len(states))
+        draws = [random.Random(str(state)) for state in states]
+        return [[d.gauss(0, 1) for _ in range(9)] for d in draws], [d.uniform(-1, 1) for d in draws]
+
+
+def test_the_walks_of_a_step_share_no_node_below_the_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """So none waits for another's value: a tree grows as it would with the walks made one at a time."""
+    descend = gumbel._descend
+    widths: list[int] = []
+
+    def checked(game: Hashed, walks: list[tuple[object, int]], cfg: SearchConfig) -> object:
+        paths, leaves, fresh = descend(game, walks, cfg)  # type: ignore[arg-type]
+        below = [
+            id(node) for path, leaf in zip(paths, leaves, strict=True) for node in [n for n, _ in path[1:]] + [leaf]
+        ]
+        assert len(below) == len(set(below))
+        widths.append(len(walks))
+        return paths, leaves, fresh
+
+    monkeypatch.setattr(gumbel, "_descend", checked)
+    states = [Board((0,) * 9), THREAT, Board.parse("X O| X |  O", mover=1)]
+    run(states, SearchConfig(simulations=40, considered=4), game=Hashed())
+    assert max(widths) > len(states)  # several walks down one tree in a step
+
+
+def test_searches_started_at_different_steps_each_search_as_they_would_alone() -> None:
+    cfg = SearchConfig(simulations=12, considered=4)
+    game = Hashed()
+    searches: Searches[Board, str] = Searches(game, cfg)
+    done: dict[str, SearchResult] = {}
+    searches.start("empty", Board((0,) * 9), random.Random("empty"))
+    done.update(searches.step())  # its root
+    searches.start("threat", THREAT, random.Random("threat"))
+    searches.start("won", WIN, random.Random("won"))
+    done.update(searches.step())  # a round of the first; the new roots
+    assert list(done) == ["won"] and len(searches) == 2
+    while searches:
+        done.update(searches.step())
+    assert done["empty"] == run([Board((0,) * 9)], cfg, game=Hashed(), seed="empty")[0]
+    assert done["threat"] == run([THREAT], cfg, game=Hashed(), seed="threat")[0]
+    assert game.calls[:2] == [1, 4 + 1]  # a root; then the first round of its tree and a new root
+
+
+def test_a_forced_move_is_played_without_search() -> None:
+    game = TicTacToe()
+    forced = Board.parse("XOX|XOO|OX ", mover=1)  # X's only move, not a win
+    (result,) = run([forced], SearchConfig(simulations=8), game=game)
+    assert (result.action, result.actions, result.policy, result.simulations) == (8, (8,), (1.0,), 0)
+    assert game.calls == [1]  # its value, no simulation
 
 
 def test_the_same_random_stream_gives_the_same_search_in_any_batch() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 
 import chess
 import numpy as np
@@ -12,9 +13,10 @@ import pytest
 import torch
 from selfplay_helpers import ids
 from test_play import BACK_RANK_FEN, PriorityModel, _mirrored
+from torch import nn
 
 from asp import SelfPlay
-from asp.search import SearchConfig
+from asp.search import SearchConfig, search
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.chess_search import ChessSearch, Position
 from asp.tinychess.features import placement_key
@@ -53,8 +55,35 @@ def test_the_targets_are_the_improved_policy_over_the_legal_moves_summing_to_one
         # the move played is one the search could play, and its log-probability is the target's
         for k, (ply, action) in enumerate(zip(data.plies.tolist(), data.actions.tolist(), strict=True)):
             assert math.isfinite(record.logprobs[ply]), (k, ply, action)
-    # one network call per simulation step for every game in flight, plus the roots
+    # a step's leaves of every game in flight share the network's calls
     assert stats["search/boards"] / stats["search/evaluations"] > 1
+
+
+class Sizes(nn.Module):
+    """A network that notes how many boards each call brings."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+        self.sizes: list[int] = []
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        self.sizes.append(len(x))
+        out: tuple[torch.Tensor, torch.Tensor] = self.net(x)
+        return out
+
+
+def test_a_step_evaluates_its_leaves_in_full_calls_of_at_most_the_batch() -> None:
+    """6 games, 8 simulations over 16 considered moves: a step of up to 48 new leaves, in
+    calls of 4 boards but for the last."""
+    net = Sizes(TinyChess(SMALL))
+    searcher = ChessSearch(net, batch=4)
+    positions = [Position(chess.Board()) for _ in range(6)]
+    search(searcher, positions, SearchConfig(simulations=8), [random.Random(i) for i in range(6)])
+    assert net.sizes[:2] == [4, 2]  # the roots
+    step = net.sizes[2:]
+    assert sum(step) == 6 * 8 and step == [4] * 12
+    assert (searcher.evaluations, searcher.boards) == (14, 54)
 
 
 def test_a_game_searches_the_same_whichever_batch_plays_it() -> None:

@@ -1,15 +1,22 @@
 """Batched Gumbel tree search over any two-player game that implements :class:`SearchGame`.
 
-:func:`search` searches a batch of positions at once, one tree each: every simulation step
-walks every tree to a leaf, evaluates all new leaves in one call of the game's
-:meth:`~SearchGame.evaluate` (one network forward), and backs the values up. Across trees no
-virtual loss is needed: each tree has one walk in flight. A leaf's legal actions are asked
-for (:meth:`~SearchGame.actions`) only when a walk goes through it: most leaves of a small
-search are visited once, and listing their moves is the costliest part of a game's rules.
+:func:`search` searches a batch of positions at once, one tree each, in steps: every step
+walks down each tree once for every root action the current round of sequential halving
+visits, evaluates all new leaves of all trees in one call of the game's
+:meth:`~SearchGame.evaluate` (one network forward), and backs the values up. The walks of a
+step go down distinct root actions, so they share no node below the root and none waits for
+another: no virtual loss is needed, within a tree or across trees, and a tree grows as it
+would with the round's walks made one at a time. A round of sequential halving gives every
+surviving action one more visit, so 8 simulations with 16 considered actions take one step
+(the 8 best-ranked get a visit each), and 64 take 15 (16 + 8 x 2 + 4 x 4 + 2 x 8). A leaf's legal actions are
+asked for (:meth:`~SearchGame.actions`) only when a walk goes through it: most leaves of a
+small search are visited once, and listing their moves is the costliest part of a game's
+rules.
 
 At the root, Gumbel search (Danihelka et al., "Policy improvement by planning with Gumbel",
 ICLR 2022): ``m`` actions sampled without replacement by Gumbel top-k on the prior logits,
-sequential halving of the simulation budget among them (:mod:`asp.search.seq_halving`), and
+sequential halving of the simulation budget among them (:mod:`asp.search.seq_halving`; a
+round visits the best-scored survivors of its visit count, ranked when the round begins), and
 the action of the best ``g + logits + sigma(q)`` among the survivors. Below the root, the
 paper's deterministic selection: ``argmax(pi'(a) - N(a) / (1 + sum N))`` with ``pi'`` the
 improved policy. The result's ``policy`` is the improved policy
@@ -17,7 +24,8 @@ improved policy. The result's ``policy`` is the improved policy
 
 Values are exact where the game says so: a finished position's value, and a position where
 the mover has a winning action (:attr:`Status.winning`) counts as won (+1) without being
-searched further. At the root such an action is played at once.
+searched further. At the root such an action is played at once, as is the only legal
+action of a position (a forced move, with the network's value).
 
 Determinism: all randomness comes from the ``rng`` given for each root, so a game seeded by
 its id searches the same way whichever batch it is in (up to floating-point differences of
@@ -34,11 +42,12 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from asp.checks import check_int, check_number
 from asp.search.qvalues import improved_logits, softmax
-from asp.search.seq_halving import considered_visits
+from asp.search.seq_halving import considered_visits, rounds
 
-__all__ = ["SearchConfig", "SearchGame", "SearchResult", "Status", "search"]
+__all__ = ["SearchConfig", "SearchGame", "SearchResult", "Searches", "Status", "search"]
 
 State = TypeVar("State")
+Key = TypeVar("Key")
 
 
 class Status(NamedTuple):
@@ -115,7 +124,7 @@ class SearchResult:
     value: float
     """The root's value after the search, for the side to move."""
     simulations: int
-    """Simulations spent (0 when a winning action was played at once)."""
+    """Simulations spent (0 when a winning or forced action was played at once)."""
 
 
 class _Node(Generic[State]):
@@ -171,7 +180,7 @@ class _Node(Generic[State]):
 
 
 class _Root(Generic[State]):
-    """A root's Gumbel draw and sequential-halving schedule."""
+    """A root's Gumbel draw and sequential-halving schedule, cut into rounds."""
 
     def __init__(self, node: _Node[State], cfg: SearchConfig, rng: random.Random) -> None:
         self.node = node
@@ -179,7 +188,10 @@ class _Root(Generic[State]):
         self.gumbel = [cfg.gumbel_scale * -math.log(-math.log(rng.random() or 1e-300)) for _ in range(n)]
         ranked = sorted(range(n), key=lambda i: self.gumbel[i] + node.logits[i], reverse=True)
         self.considered = ranked[: min(cfg.considered, n)]
-        self.schedule = considered_visits(len(self.considered), cfg.simulations)
+        self.rounds = rounds(considered_visits(len(self.considered), cfg.simulations))
+        """(visit count, actions) of each round: that many actions with that many visits get one more."""
+        self.round = 0
+        """The rounds walked so far."""
 
     def scores(self, logits: Sequence[float], visit_count: int | None) -> dict[int, float]:
         """``g + logits + sigma(q)`` of the considered actions (with ``visit_count`` visits, if given)."""
@@ -188,13 +200,22 @@ class _Root(Generic[State]):
             i: self.gumbel[i] + logits[i] for i in self.considered if visit_count is None or visits[i] == visit_count
         }
 
-    def next_action(self, cfg: SearchConfig, simulation: int) -> int:
-        """The position of the root action the next simulation goes to."""
+    def next_round(self, cfg: SearchConfig) -> list[int]:
+        """The positions of the root actions the next round visits (none once all are walked):
+        the best-scored of those with the round's visit count, distinct, so that their walks
+        share no node below the root."""
+        if self.round == len(self.rounds):
+            return []
+        count, width = self.rounds[self.round]
+        self.round += 1
         logits = self.node.improved_logits(cfg)
-        scores = self.scores(logits, self.schedule[simulation])
-        if not scores:  # the schedule's count is taken by none (fewer actions than planned)
-            scores = self.scores(logits, None)
-        return max(scores, key=scores.__getitem__)
+        scores = self.scores(logits, count)
+        picked = sorted(scores, key=scores.__getitem__, reverse=True)[:width]
+        if len(picked) < width:  # the count is taken by fewer actions than planned
+            others = self.scores(logits, None)
+            rest = sorted((i for i in others if i not in picked), key=others.__getitem__, reverse=True)
+            picked += rest[: width - len(picked)]
+        return picked
 
     def result(self, cfg: SearchConfig, simulations: int) -> SearchResult:
         node = self.node
@@ -206,6 +227,84 @@ class _Root(Generic[State]):
         return SearchResult(action, tuple(node.actions), tuple(softmax(logits)), value, simulations)
 
 
+class Searches(Generic[State, Key]):
+    """Searches over one game that run side by side, each at its own pace.
+
+    :meth:`start` adds a root at any time; every :meth:`step` makes one network call
+    (:meth:`SearchGame.evaluate`) over the new roots and the new leaves of the next round of
+    every running search, and returns the searches it finished. So the games of a batch need
+    not move in lockstep: a game whose search is done plays its move and starts its next
+    search while the searches of other games (a position with few legal moves takes more
+    rounds) go on, and the network's calls stay full.
+    """
+
+    def __init__(
+        self, game: SearchGame[State], cfg: SearchConfig, *, on_step: Callable[[], None] | None = None
+    ) -> None:
+        self.game = game
+        self.cfg = cfg
+        self.on_step = on_step
+        self._new: list[tuple[Key, _Node[State], random.Random]] = []
+        self._running: list[tuple[Key, _Root[State]]] = []
+
+    def __len__(self) -> int:
+        """Searches started and not yet returned by :meth:`step`."""
+        return len(self._new) + len(self._running)
+
+    def start(self, key: Key, state: State, rng: random.Random) -> None:
+        """Search ``state`` (a position where the game goes on) from the next step; its result
+        comes back from :meth:`step` with ``key``. ``rng`` draws its Gumbel noise.
+
+        :raises ValueError: if the game is over at ``state`` (there is nothing to search).
+        """
+        node = _Node(state, self.game.status(state))
+        if node.status.value is not None:
+            raise ValueError("search: a root position is finished: there is nothing to search")
+        self._new.append((key, node, rng))
+
+    def step(self) -> list[tuple[Key, SearchResult]]:
+        """Walk the next round of every running search, evaluate the new leaves and the new
+        roots in one call, back up, and return the searches that ended, with their keys."""
+        game, cfg = self.game, self.cfg
+        walks = [(root, k) for _, root in self._running for k in root.next_round(cfg)]
+        paths, leaves, fresh = _descend(game, walks, cfg)
+        new, self._new = self._new, []
+        _evaluate(game, fresh + [node for _, node, _ in new])
+        _back_up(paths, leaves)
+        done: list[tuple[Key, SearchResult]] = []
+        running: list[tuple[Key, _Root[State]]] = []
+        for key, root in self._running:
+            if root.round == len(root.rounds):
+                done.append((key, root.result(cfg, cfg.simulations)))
+            else:
+                running.append((key, root))
+        for key, node, rng in new:
+            ended = _decided(game, node)
+            if ended is not None:
+                done.append((key, ended))
+            else:
+                running.append((key, _Root(node, cfg, rng)))
+        self._running = running
+        if self.on_step is not None:
+            self.on_step()
+        return done
+
+
+def _decided(game: SearchGame[State], node: _Node[State]) -> SearchResult | None:
+    """The result of an evaluated root that needs no search: a proven win is played at once
+    (and the target says so), as is a forced move; None for a root to search, which this
+    expands."""
+    if node.status.winning:
+        actions = tuple(game.actions(node.state))
+        action = node.status.winning[0]
+        return SearchResult(action, actions, tuple(1.0 if a == action else 0.0 for a in actions), 1.0, 0)
+    node.expand(game)
+    if len(node.actions) == 1:
+        return SearchResult(node.actions[0], tuple(node.actions), (1.0,), node.value, 0)
+    node.visits, node.total = 1, node.value
+    return None
+
+
 def search(
     game: SearchGame[State],
     states: Sequence[State],
@@ -214,49 +313,39 @@ def search(
     *,
     on_step: Callable[[], None] | None = None,
 ) -> list[SearchResult]:
-    """Search every state of ``states`` (positions where the game goes on) at once.
+    """Search every state of ``states`` (positions where the game goes on) at once, with
+    :class:`Searches`, and return their results in order.
 
-    ``rngs[i]`` draws root ``i``'s Gumbel noise. ``on_step`` is called after every simulation
-    step (one network call over the leaves of every tree): a heartbeat, so that a long search
-    is never taken for a stall.
+    ``rngs[i]`` draws root ``i``'s Gumbel noise. ``on_step`` is called after every step (one
+    network call over the new roots and leaves of every tree): a heartbeat, so that a long
+    search is never taken for a stall.
 
     :raises ValueError: if a state is finished (it has no action to search).
     """
     if len(rngs) != len(states):
         raise ValueError(f"search: {len(states)} states but {len(rngs)} random streams")
-    nodes = [_Node(state, game.status(state)) for state in states]
-    for node in nodes:
-        if node.status.value is not None:
-            raise ValueError("search: a root position is finished: there is nothing to search")
-    _evaluate(game, nodes)
-    results: list[SearchResult | None] = [None] * len(nodes)
-    roots: list[tuple[int, _Root[State]]] = []
-    for i, (node, rng) in enumerate(zip(nodes, rngs, strict=True)):
-        if node.status.winning:  # a proven win: played at once, and the target says so
-            actions = tuple(game.actions(node.state))
-            action = node.status.winning[0]
-            policy = tuple(1.0 if a == action else 0.0 for a in actions)
-            results[i] = SearchResult(action, actions, policy, 1.0, 0)
-        else:
-            node.expand(game)
-            node.visits, node.total = 1, node.value
-            roots.append((i, _Root(node, cfg, rng)))
-    for simulation in range(cfg.simulations if roots else 0):
-        _simulate(game, [(root, root.next_action(cfg, simulation)) for _, root in roots], cfg)
-        if on_step is not None:
-            on_step()
-    for i, root in roots:
-        results[i] = root.result(cfg, cfg.simulations)
-    return [r for r in results if r is not None]
+    searches: Searches[State, int] = Searches(game, cfg, on_step=on_step)
+    for i, (state, rng) in enumerate(zip(states, rngs, strict=True)):
+        searches.start(i, state, rng)
+    results: dict[int, SearchResult] = {}
+    while searches:
+        results.update(searches.step())
+    return [results[i] for i in range(len(states))]
 
 
-def _simulate(game: SearchGame[State], walks: list[tuple[_Root[State], int]], cfg: SearchConfig) -> None:
-    """One simulation in every tree: descend, evaluate the new leaves together, back up."""
-    paths: list[list[tuple[_Node[State], int]]] = []
+_Path = list[tuple[_Node[State], int]]
+
+
+def _descend(
+    game: SearchGame[State], walks: list[tuple[_Root[State], int]], cfg: SearchConfig
+) -> tuple[list[_Path[State]], list[_Node[State]], list[_Node[State]]]:
+    """A walk down each ``(root, root action)`` (a root's walks go down distinct actions, so
+    they share no node below it): the paths, their leaves, and the new leaves to evaluate."""
+    paths: list[_Path[State]] = []
     leaves: list[_Node[State]] = []
     fresh: list[_Node[State]] = []
     for root, k in walks:
-        path = []
+        path: _Path[State] = []
         node = root.node
         while True:
             path.append((node, k))
@@ -275,7 +364,11 @@ def _simulate(game: SearchGame[State], walks: list[tuple[_Root[State], int]], cf
             node, k = child, child.interior_action(cfg)
         paths.append(path)
         leaves.append(child)
-    _evaluate(game, fresh)
+    return paths, leaves, fresh
+
+
+def _back_up(paths: list[_Path[State]], leaves: list[_Node[State]]) -> None:
+    """Back every leaf's value up its path, the sign flipping with the mover at each ply."""
     for path, leaf in zip(paths, leaves, strict=True):
         value = leaf.value
         leaf.visits += 1

@@ -1,9 +1,13 @@
 """Batched self-play in one process: many games at once, one network call per step.
 
 ``play_games`` keeps ``cfg.batch_size`` games in flight. Each step it generates the legal
-moves of every game, encodes all boards in one call, runs each network once on the boards
-where it is to move, samples a move per game and pushes it. When a game ends its slot starts
-the next game, so the batch stays full until the last games drain.
+moves of every game whose mover is to choose, encodes those boards in one call, runs each
+network once on the boards where it is to move, samples a move per game and pushes it. A
+player that searches (``cfg.search``) starts a search there instead: the searches of all
+games run side by side (:class:`asp.search.Searches`), one round of each per step in one
+network call with the new searches' roots, and a game moves when its own search ends, so a
+game with a long search holds up no other. When a game ends its slot starts the next game,
+so the batch stays full until the last games drain.
 
 Determinism: every game draws its random numbers from its own stream, seeded by
 ``(cfg.seed, game_id)``, and its colour and opening depend on its id alone. So a game is the
@@ -39,7 +43,7 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.progress import heartbeat, more_games
-from asp.search import SearchConfig, search
+from asp.search import SearchConfig, Searches, SearchResult
 from asp.tinychess.chess_search import ChessSearch, Position
 from asp.tinychess.features import N_PLANES, pack_boards, placement_key, unpack_boards
 from asp.tinychess.mates import mating_moves
@@ -76,7 +80,9 @@ class PlayConfig:
     opponent (``RandomMover``) needs one above 0: at 0 it would always play its first move."""
 
     batch_size: int = 64
-    """Games played concurrently, and so boards per network call (1 to 4096)."""
+    """Games played concurrently, and the most boards per network call (1 to 4096): without
+    search a call carries a board per game to move; a search's calls carry its new leaves,
+    several per game, cut into calls of this many."""
 
     openings: tuple[str, ...] = ()
     """FENs to start games from, game ``i`` from ``openings[i % len(openings)]``; empty
@@ -109,7 +115,7 @@ class PlayConfig:
 
     search: SearchConfig | None = None
     """Search before every move of the model (:mod:`asp.search`, Gumbel search batched over
-    the games in flight: one network call per simulation step), or None to play the policy
+    the games in flight: one network call per step of all their searches), or None to play the policy
     alone. A searching model plays the search's action (with ``gumbel_scale`` 1, a sample of
     its improved policy) and logs the improved policy in its PlyData as the policy's target.
     ``temperature`` and ``mate_in_one`` apply to moves played without search only: the search
@@ -236,7 +242,7 @@ class _Game:
 
     __slots__ = ("actions", "bitboards", "board", "counts", "failed", "game_id", "illegal", "keeping", "leads",
                  "legal", "legal_idx", "legal_kept", "logprobs", "max_plies", "model_white", "moves", "plies",
-                 "policy", "rng", "seen", "scalars", "self_play", "start_fen")  # fmt: skip
+                 "policy", "rng", "searching", "seen", "scalars", "self_play", "start_fen")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         self.game_id = game_id
@@ -250,6 +256,7 @@ class _Game:
         self.logprobs: list[float] = []
         self.illegal = 0
         self.failed = False  # its BoardPlayer opponent gave no move: the game ends as engine_failure
+        self.searching: Position | None = None  # the position its mover is searching, if any
         self.seen: Counter[tuple[int, ...]] = Counter([placement_key(self.board)])
         self.legal: list[chess.Move] = []
         self.legal_idx: list[int] = []
@@ -410,17 +417,17 @@ def _choose_moves(
         start = end
 
 
-def _search_moves(searcher: ChessSearch, games: Sequence[_Game], cfg: SearchConfig, model: bool) -> None:
-    """Search every game of ``games`` at once and push the moves found; for the model, note
-    the improved policy (the training target) beside the legal moves it kept."""
-    positions = [Position(g.board, g.repetitions(), history=g.seen) for g in games]
-    results = search(searcher, positions, cfg, [g.rng for g in games], on_step=heartbeat)
-    for game, position, result in zip(games, positions, results, strict=True):
-        k = result.actions.index(result.action)
-        if model and game.keeping:
-            game.policy.extend(result.policy)
-        logp = math.log(result.policy[k]) if result.policy[k] > 0 else -math.inf
-        game.push(position.legal[k], logp, result.action if model else None)
+def _play_searched(game: _Game, result: SearchResult, model: bool) -> None:
+    """Push the move the search of ``game``'s position found; for the model, note the
+    improved policy (the training target) beside the legal moves it kept."""
+    position = game.searching
+    assert position is not None
+    game.searching = None
+    k = result.actions.index(result.action)
+    if model and game.keeping:
+        game.policy.extend(result.policy)
+    logp = math.log(result.policy[k]) if result.policy[k] > 0 else -math.inf
+    game.push(position.legal[k], logp, result.action if model else None)
 
 
 def _board_player_moves(player: BoardPlayer, games: Sequence[_Game]) -> None:
@@ -432,6 +439,49 @@ def _board_player_moves(player: BoardPlayer, games: Sequence[_Game]) -> None:
         else:
             game.push(move, 0.0)
         heartbeat(1)  # an engine's move can take a while: each is progress
+
+
+def _move(
+    model: nn.Module,
+    opp: nn.Module | None,
+    cfg: PlayConfig,
+    games: list[_Game],
+    searches: dict[bool, Searches[Position, _Game]],
+) -> int:
+    """The move of each of ``games`` (whose movers choose now), by whoever is to move: the
+    policy network samples one, an engine is asked, a searching player starts a search (its
+    move comes from ``searches`` a few steps later). Returns how many games moved or began
+    to search."""
+    if not games:
+        return 0
+    bitboards, scalars = pack_boards([g.board for g in games], [g.repetitions() for g in games])
+    # Split before any move is pushed: a push changes whose turn it is.
+    model_rows = [i for i, g in enumerate(games) if g.model_to_move()]
+    if cfg.samples:
+        for i in model_rows:
+            games[i].keep(bitboards[i], scalars[i])
+    groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one, cfg.search)]
+    if opp is not None:
+        opp_rows = [i for i, g in enumerate(games) if not g.model_to_move()]
+        opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
+        opp_mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
+        groups.append((opp, opp_rows, opp_temperature, False, opp_mates, cfg.opponent_search))
+    for net, rows, temperature, is_model, mates, search_cfg in groups:
+        if not rows:
+            continue
+        if isinstance(net, BoardPlayer) and not is_model:
+            _board_player_moves(net, [games[i] for i in rows])
+        elif search_cfg is not None:
+            if is_model not in searches:
+                searches[is_model] = Searches(ChessSearch(net, cfg.batch_size), search_cfg)
+            for i in rows:
+                game = games[i]
+                game.searching = Position(game.board, game.repetitions(), history=game.seen)
+                searches[is_model].start(game, game.searching, game.rng)
+        else:
+            logits, _ = net(unpack_boards(bitboards[rows], scalars[rows]))
+            _choose_moves([games[i] for i in rows], logits.float(), cfg, temperature, is_model, mates)
+    return len(games)
 
 
 def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tuple[list[GameRecord], dict[str, Any]]:
@@ -453,7 +503,6 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     """
     started = time.perf_counter()
     against = opp is not None
-    board_player = opp if isinstance(opp, BoardPlayer) else None
     opponent_name = getattr(opp, "opponent_name", None) if opp is not None else None
     next_id, end_id = cfg.first_game, cfg.first_game + cfg.n_games
 
@@ -470,7 +519,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
 
     slots: list[_Game] = []
     records: list[GameRecord] = []
-    searchers: dict[bool, ChessSearch] = {}  # the model's and the opponent's, when they search
+    searches: dict[bool, Searches[Position, _Game]] = {}  # the model's and the opponent's, when they search
     nets = [model] if opp is None else [model, opp]
     # Every sub-module's own flag: net.train(True) afterwards would also flip frozen parts.
     was_training = {m: m.training for net in nets for m in net.modules()}
@@ -481,7 +530,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
             while True:
                 live: list[_Game] = []
                 for game in slots:
-                    while (ended := game.prepare(cfg)) is not None:
+                    while game.searching is None and (ended := game.prepare(cfg)) is not None:
                         records.append(game.record(*ended, cfg, against))
                         if (new := next_game()) is None:
                             break
@@ -494,29 +543,13 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 slots = live
                 if not slots:
                     break
-                heartbeat(len(slots))  # in a worker: progress for stall detection, and cancellation
-                bitboards, scalars = pack_boards([g.board for g in slots], [g.repetitions() for g in slots])
-                features = unpack_boards(bitboards, scalars)
-                # Split before any move is pushed: a push changes whose turn it is.
-                model_rows = [i for i, g in enumerate(slots) if g.model_to_move()]
-                if cfg.samples:
-                    for i in model_rows:
-                        slots[i].keep(bitboards[i], scalars[i])
-                groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one, cfg.search)]
-                if opp is not None:
-                    opp_rows = [i for i, g in enumerate(slots) if not g.model_to_move()]
-                    opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
-                    opp_mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
-                    groups.append((opp, opp_rows, opp_temperature, False, opp_mates, cfg.opponent_search))
-                for net, rows, temperature, is_model, mates, searching in groups:
-                    if rows and board_player is not None and not is_model:
-                        _board_player_moves(board_player, [slots[i] for i in rows])
-                    elif rows and searching is not None:
-                        searcher = searchers.setdefault(is_model, ChessSearch(net))
-                        _search_moves(searcher, [slots[i] for i in rows], searching, is_model)
-                    elif rows:
-                        logits, _ = net(features[rows])
-                        _choose_moves([slots[i] for i in rows], logits.float(), cfg, temperature, is_model, mates)
+                moved = _move(model, opp, cfg, [g for g in slots if g.searching is None], searches)
+                # in a worker: progress for stall detection (a step of a search is progress), and cancellation
+                heartbeat(max(moved, 1))
+                for is_model, searching in searches.items():
+                    if searching:
+                        for game, result in searching.step():
+                            _play_searched(game, result, is_model)
     finally:
         for module, training in was_training.items():
             module.training = training
@@ -528,7 +561,9 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
     stats = summarise(records)
     stats["seconds"] = seconds
     stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
-    if True in searchers and searchers[True].evaluations:
-        stats["search/evaluations"] = searchers[True].evaluations
-        stats["search/boards"] = searchers[True].boards
+    if True in searches:
+        evaluator = searches[True].game
+        assert isinstance(evaluator, ChessSearch)
+        stats["search/evaluations"] = evaluator.evaluations
+        stats["search/boards"] = evaluator.boards
     return records, stats
