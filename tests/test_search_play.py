@@ -73,16 +73,14 @@ class Sizes(nn.Module):
         return out
 
 
-def test_a_step_evaluates_its_leaves_in_full_calls_of_at_most_the_batch() -> None:
-    """6 games, 8 simulations over 16 considered moves: a step of up to 48 new leaves, in
-    calls of 4 boards but for the last."""
+def test_the_waiting_boards_go_to_the_network_in_full_calls_of_the_batch() -> None:
+    """6 positions, 8 simulations over 16 considered moves, calls of 4 boards: the roots
+    and the 48 leaves of their one round fill every call but the last."""
     net = Sizes(TinyChess(SMALL))
-    searcher = ChessSearch(net, batch=4)
+    searcher = ChessSearch(net)
     positions = [Position(chess.Board()) for _ in range(6)]
-    search(searcher, positions, SearchConfig(simulations=8), [random.Random(i) for i in range(6)])
-    assert net.sizes[:2] == [4, 2]  # the roots
-    step = net.sizes[2:]
-    assert sum(step) == 6 * 8 and step == [4] * 12
+    search(searcher, positions, SearchConfig(simulations=8), [random.Random(i) for i in range(6)], batch=4)
+    assert net.sizes == [4] * 13 + [2]
     assert (searcher.evaluations, searcher.boards) == (14, 54)
 
 

@@ -1,17 +1,18 @@
 """Batched Gumbel tree search over any two-player game that implements :class:`SearchGame`.
 
-:func:`search` searches a batch of positions at once, one tree each, in steps: every step
-walks down each tree once for every root action the current round of sequential halving
-visits, evaluates all new leaves of all trees in one call of the game's
-:meth:`~SearchGame.evaluate` (one network forward), and backs the values up. The walks of a
-step go down distinct root actions, so they share no node below the root and none waits for
-another: no virtual loss is needed, within a tree or across trees, and a tree grows as it
-would with the round's walks made one at a time. A round of sequential halving gives every
-surviving action one more visit, so 8 simulations with 16 considered actions take one step
-(the 8 best-ranked get a visit each), and 64 take 15 (16 + 8 x 2 + 4 x 4 + 2 x 8). A leaf's legal actions are
-asked for (:meth:`~SearchGame.actions`) only when a walk goes through it: most leaves of a
-small search are visited once, and listing their moves is the costliest part of a game's
-rules.
+:func:`search` searches a batch of positions at once, one tree each, in rounds: a round of
+sequential halving walks down each root action it visits, and the new leaves of every tree
+are evaluated together, in calls of the game's :meth:`~SearchGame.evaluate` (one network
+forward each). The walks of a round go down distinct root actions, so they share no node
+below the root and none waits for another: no virtual loss is needed, within a tree or
+across trees, and a tree grows as it would with the round's walks made one at a time. A
+round gives every surviving action one more visit, so 8 simulations with 16 considered
+actions take one round (the 8 best-ranked get a visit each), and 64 take 15 (16 + 8 x 2 +
+4 x 4 + 2 x 8). :class:`Searches` runs searches that start and end at their own pace, the
+nodes waiting for the network in one queue, taken ``batch`` at a time. A leaf's legal
+actions are asked for (:meth:`~SearchGame.actions`) only when a walk goes through it: most
+leaves of a small search are visited once, and listing their moves is the costliest part
+of a game's rules.
 
 At the root, Gumbel search (Danihelka et al., "Policy improvement by planning with Gumbel",
 ICLR 2022): ``m`` actions sampled without replacement by Gumbel top-k on the prior logits,
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
@@ -227,67 +229,115 @@ class _Root(Generic[State]):
         return SearchResult(action, tuple(node.actions), tuple(softmax(logits)), value, simulations)
 
 
-class Searches(Generic[State, Key]):
-    """Searches over one game that run side by side, each at its own pace.
+_Path = list[tuple[_Node[State], int]]
 
-    :meth:`start` adds a root at any time; every :meth:`step` makes one network call
-    (:meth:`SearchGame.evaluate`) over the new roots and the new leaves of the next round of
-    every running search, and returns the searches it finished. So the games of a batch need
-    not move in lockstep: a game whose search is done plays its move and starts its next
-    search while the searches of other games (a position with few legal moves takes more
-    rounds) go on, and the network's calls stay full.
+
+class _Search(Generic[State, Key]):
+    """One search in a :class:`Searches`: its root, and the walks of its round in flight."""
+
+    __slots__ = ("key", "leaves", "node", "paths", "pending", "rng", "root")
+
+    def __init__(self, key: Key, node: _Node[State], rng: random.Random) -> None:
+        self.key = key
+        self.node = node
+        self.rng = rng
+        self.root: _Root[State] | None = None
+        """Its Gumbel draw and rounds, once its root is evaluated and needs a search."""
+        self.paths: list[_Path[State]] = []
+        self.leaves: list[_Node[State]] = []
+        self.pending = 1 if node.exact is None else 0
+        """Its nodes still waiting for the network: its root, then the new leaves of its round."""
+
+
+class Searches(Generic[State, Key]):
+    """Searches over one game that run side by side, each at its own pace, sharing full
+    network calls.
+
+    :meth:`start` adds a root at any time. The nodes waiting for the network (new roots, the
+    new leaves of every search's current round) wait in one queue, first come first served;
+    every :meth:`step` evaluates the first ``batch`` of them in one call of
+    :meth:`SearchGame.evaluate` (all of them when ``batch`` is None), and every search whose
+    round is then evaluated backs it up and walks its next round, or ends. So a call is full
+    whenever the searches in flight have that many nodes waiting, games need not move in
+    lockstep (a position with few legal moves takes more rounds than the others and holds
+    none of them up), and a search grows the tree it would grow alone: its walks and their
+    order do not depend on what else is in a call.
     """
 
     def __init__(
-        self, game: SearchGame[State], cfg: SearchConfig, *, on_step: Callable[[], None] | None = None
+        self,
+        game: SearchGame[State],
+        cfg: SearchConfig,
+        *,
+        batch: int | None = None,
+        on_step: Callable[[], None] | None = None,
     ) -> None:
+        if batch is not None:
+            check_int("Searches.batch", batch, 1, 10**6)
         self.game = game
         self.cfg = cfg
+        self.batch = batch
         self.on_step = on_step
-        self._new: list[tuple[Key, _Node[State], random.Random]] = []
-        self._running: list[tuple[Key, _Root[State]]] = []
+        self._searches: list[_Search[State, Key]] = []
+        self._queue: deque[tuple[_Node[State], _Search[State, Key]]] = deque()
 
     def __len__(self) -> int:
         """Searches started and not yet returned by :meth:`step`."""
-        return len(self._new) + len(self._running)
+        return len(self._searches)
 
     def start(self, key: Key, state: State, rng: random.Random) -> None:
-        """Search ``state`` (a position where the game goes on) from the next step; its result
-        comes back from :meth:`step` with ``key``. ``rng`` draws its Gumbel noise.
+        """Search ``state`` (a position where the game goes on); its result comes back from
+        :meth:`step` with ``key``. ``rng`` draws its Gumbel noise.
 
         :raises ValueError: if the game is over at ``state`` (there is nothing to search).
         """
         node = _Node(state, self.game.status(state))
         if node.status.value is not None:
             raise ValueError("search: a root position is finished: there is nothing to search")
-        self._new.append((key, node, rng))
+        entry = _Search(key, node, rng)
+        self._searches.append(entry)
+        if entry.pending:
+            self._queue.append((node, entry))
 
     def step(self) -> list[tuple[Key, SearchResult]]:
-        """Walk the next round of every running search, evaluate the new leaves and the new
-        roots in one call, back up, and return the searches that ended, with their keys."""
-        game, cfg = self.game, self.cfg
-        walks = [(root, k) for _, root in self._running for k in root.next_round(cfg)]
-        paths, leaves, fresh = _descend(game, walks, cfg)
-        new, self._new = self._new, []
-        _evaluate(game, fresh + [node for _, node, _ in new])
-        _back_up(paths, leaves)
+        """Evaluate the first ``batch`` waiting nodes in one call, move on every search that
+        has nothing waiting any more, and return those that ended, with their keys."""
+        count = len(self._queue) if self.batch is None else min(self.batch, len(self._queue))
+        taken = [self._queue.popleft() for _ in range(count)]
+        _evaluate(self.game, [node for node, _ in taken])
+        for _, entry in taken:
+            entry.pending -= 1
         done: list[tuple[Key, SearchResult]] = []
-        running: list[tuple[Key, _Root[State]]] = []
-        for key, root in self._running:
-            if root.round == len(root.rounds):
-                done.append((key, root.result(cfg, cfg.simulations)))
+        running: list[_Search[State, Key]] = []
+        for entry in self._searches:
+            result = self._advance(entry) if entry.pending == 0 else None
+            if result is not None:
+                done.append((entry.key, result))
             else:
-                running.append((key, root))
-        for key, node, rng in new:
-            ended = _decided(game, node)
-            if ended is not None:
-                done.append((key, ended))
-            else:
-                running.append((key, _Root(node, cfg, rng)))
-        self._running = running
+                running.append(entry)
+        self._searches = running
         if self.on_step is not None:
             self.on_step()
         return done
+
+    def _advance(self, entry: _Search[State, Key]) -> SearchResult | None:
+        """Back up the evaluated round of ``entry`` and walk the next, until one waits for the
+        network; its result once its rounds are all walked."""
+        game, cfg = self.game, self.cfg
+        if entry.root is None:
+            decided = _decided(game, entry.node)
+            if decided is not None:
+                return decided
+            entry.root = _Root(entry.node, cfg, entry.rng)
+        while entry.pending == 0:
+            _back_up(entry.paths, entry.leaves)
+            picks = entry.root.next_round(cfg)
+            if not picks:
+                return entry.root.result(cfg, cfg.simulations)
+            entry.paths, entry.leaves, fresh = _descend(game, [(entry.root, k) for k in picks], cfg)
+            entry.pending = len(fresh)
+            self._queue.extend((node, entry) for node in fresh)
+        return None
 
 
 def _decided(game: SearchGame[State], node: _Node[State]) -> SearchResult | None:
@@ -311,29 +361,28 @@ def search(
     cfg: SearchConfig,
     rngs: Sequence[random.Random],
     *,
+    batch: int | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> list[SearchResult]:
     """Search every state of ``states`` (positions where the game goes on) at once, with
     :class:`Searches`, and return their results in order.
 
-    ``rngs[i]`` draws root ``i``'s Gumbel noise. ``on_step`` is called after every step (one
-    network call over the new roots and leaves of every tree): a heartbeat, so that a long
-    search is never taken for a stall.
+    ``rngs[i]`` draws root ``i``'s Gumbel noise. ``batch`` caps the nodes of a network call
+    (None: a call takes every node waiting, the new leaves of a round of every tree).
+    ``on_step`` is called after every network call: a heartbeat, so that a long search is
+    never taken for a stall.
 
     :raises ValueError: if a state is finished (it has no action to search).
     """
     if len(rngs) != len(states):
         raise ValueError(f"search: {len(states)} states but {len(rngs)} random streams")
-    searches: Searches[State, int] = Searches(game, cfg, on_step=on_step)
+    searches: Searches[State, int] = Searches(game, cfg, batch=batch, on_step=on_step)
     for i, (state, rng) in enumerate(zip(states, rngs, strict=True)):
         searches.start(i, state, rng)
     results: dict[int, SearchResult] = {}
     while searches:
         results.update(searches.step())
     return [results[i] for i in range(len(states))]
-
-
-_Path = list[tuple[_Node[State], int]]
 
 
 def _descend(

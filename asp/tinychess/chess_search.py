@@ -66,18 +66,15 @@ class Position:
 
 
 class ChessSearch:
-    """The search protocol over chess positions, evaluated by a TinyChess network in forwards
-    of at most ``batch`` boards.
+    """The search protocol over chess positions, evaluated by a TinyChess network.
 
-    A step of the search brings the new leaves of every tree at once (for a batch of games,
-    several per game), so its forwards are full but for the last. ``evaluations`` and
-    ``boards`` count the forwards and the boards they carried: the batch occupancy of a
-    search is ``boards / (evaluations * batch)``.
+    ``evaluations`` and ``boards`` count the network calls and the boards they carried: the
+    batch occupancy of searches capped at ``batch`` boards a call
+    (:class:`~asp.search.Searches`) is ``boards / (evaluations * batch)``.
     """
 
-    def __init__(self, net: nn.Module, batch: int = 64) -> None:
+    def __init__(self, net: nn.Module) -> None:
         self.net = net
-        self.batch = batch
         self.evaluations = 0
         self.boards = 0
 
@@ -104,18 +101,12 @@ class ChessSearch:
         return state.legal[position]
 
     def evaluate(self, states: Sequence[Position]) -> tuple[list[np.ndarray], list[float]]:
-        rows: list[np.ndarray] = []
-        values: list[float] = []
-        for start in range(0, len(states), self.batch):
-            chunk = states[start : start + self.batch]
-            bitboards, scalars = pack_boards([s.board for s in chunk], [s.repetitions for s in chunk])
-            with torch.inference_mode():
-                logits, value = self.net(unpack_boards(bitboards, scalars))
-            rows.extend(logits.float().numpy())
-            values.extend(value.float().tolist())
-            self.evaluations += 1
-            self.boards += len(chunk)
-        return rows, values
+        bitboards, scalars = pack_boards([s.board for s in states], [s.repetitions for s in states])
+        with torch.inference_mode():
+            logits, values = self.net(unpack_boards(bitboards, scalars))
+        self.evaluations += 1
+        self.boards += len(states)
+        return list(logits.float().numpy()), values.float().tolist()
 
 
 def _repeats(state: Position) -> bool:

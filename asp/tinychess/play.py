@@ -4,9 +4,9 @@
 moves of every game whose mover is to choose, encodes those boards in one call, runs each
 network once on the boards where it is to move, samples a move per game and pushes it. A
 player that searches (``cfg.search``) starts a search there instead: the searches of all
-games run side by side (:class:`asp.search.Searches`), one round of each per step in one
-network call with the new searches' roots, and a game moves when its own search ends, so a
-game with a long search holds up no other. When a game ends its slot starts the next game,
+games run side by side (:class:`asp.search.Searches`), their new roots and leaves evaluated
+``batch_size`` at a time, one network call a step, and a game moves when its own search
+ends, so a game with a long search holds up no other. When a game ends its slot starts the next game,
 so the batch stays full until the last games drain.
 
 Determinism: every game draws its random numbers from its own stream, seeded by
@@ -81,8 +81,8 @@ class PlayConfig:
 
     batch_size: int = 64
     """Games played concurrently, and the most boards per network call (1 to 4096): without
-    search a call carries a board per game to move; a search's calls carry its new leaves,
-    several per game, cut into calls of this many."""
+    search a call carries a board per game to move; with search, the new roots and leaves
+    of every game's search wait in one queue and a call takes this many."""
 
     openings: tuple[str, ...] = ()
     """FENs to start games from, game ``i`` from ``openings[i % len(openings)]``; empty
@@ -473,7 +473,7 @@ def _move(
             _board_player_moves(net, [games[i] for i in rows])
         elif search_cfg is not None:
             if is_model not in searches:
-                searches[is_model] = Searches(ChessSearch(net, cfg.batch_size), search_cfg)
+                searches[is_model] = Searches(ChessSearch(net), search_cfg, batch=cfg.batch_size)
             for i in rows:
                 game = games[i]
                 game.searching = Position(game.board, game.repetitions(), history=game.seen)
