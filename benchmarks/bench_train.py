@@ -3,8 +3,12 @@
 Each variant is a fresh ``asp train`` (its own run directory, the same seed) run as a
 subprocess; variants alternate within each round, so drift in the machine's load hits them
 alike. Reported per variant: median wall seconds, the ratio to the first variant, the final
-scores against the random mover and the one-ply greedy mover, the workers' share of the wall time inside shards and the
-longest event-loop stall (from metrics.jsonl; absent in asp versions without them).
+scores against the random mover and the one-ply greedy mover, the workers' share of the wall time inside shards, the
+longest event-loop stall and the search's network batch occupancy in self-play (the mean over
+iterations of ``play/search_occupancy``: boards per forward over the play batch), all from
+metrics.jsonl (absent in asp versions without them). Wall times are also given in random
+playout plies (wall seconds times the machine's python-chess random-playout rate on one core,
+measured at the start), the unit of the time budgets.
 
 ``--old PATH`` adds a first variant that runs the asp checkout at PATH (``PYTHONPATH=PATH``),
 for a before/after comparison: ``git worktree add /tmp/old <commit>``, then::
@@ -79,6 +83,9 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
         "greedy": lines[-1].get("eval_greedy/score"),
         "busy": busy / walls if walls and "time/workers_busy" in lines[-1] else None,
         "stall": max((line["time/loop_stall_max"] for line in lines if "time/loop_stall_max" in line), default=None),
+        "occupancy": statistics.mean(occupancy)
+        if (occupancy := [line["play/search_occupancy"] for line in lines if "play/search_occupancy" in line])
+        else None,
     }
 
 
@@ -101,7 +108,8 @@ def main() -> None:
     parser.add_argument("--extra", default="", help="more asp train options for every variant, as one string")
     args = parser.parse_args()
     _, plies, seconds = time_random_playouts(3.0, 200, 0)
-    print(f"python-chess random playouts: {plies / seconds:,.0f} plies/s on one core of {cpu_model()}", flush=True)
+    rate = plies / seconds
+    print(f"python-chess random playouts: {rate:,.0f} plies/s on one core of {cpu_model()}", flush=True)
     variants: list[tuple[str, list[str], str | None]] = []
     if args.old:
         variants.append((f"old ({args.old})", [], args.old))
@@ -112,17 +120,22 @@ def main() -> None:
             keep = None if args.keep is None else Path(args.keep) / f"{number}-{round_ + 1}"
             result = run_once([*extra, *args.extra.split()], args.iterations, path, keep)
             results[name].append(result)
-            print(f"run {round_ + 1}: {name}: {result['wall']:.1f} s  {describe(result)}", flush=True)
+            print(
+                f"run {round_ + 1}: {name}: {result['wall']:.1f} s ({result['wall'] * rate / 1e6:.1f}M random plies)  "
+                f"{describe(result)}",
+                flush=True,
+            )
     base = statistics.median(r["wall"] for r in results[variants[0][0]])
     print(f"asp train --iterations {args.iterations}, medians of {args.runs} run(s):")
     for name, runs in results.items():
         wall = statistics.median(r["wall"] for r in runs)
-        print(f"  {name:44s} {wall:7.1f} s  x{wall / base:.2f}  {describe(median_of(runs))}")
+        budget = f"{wall * rate / 1e6:.1f}M random plies"
+        print(f"  {name:44s} {wall:7.1f} s ({budget})  x{wall / base:.2f}  {describe(median_of(runs))}")
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs that report it (None where none does)."""
-    keys = ("wall", "score", "greedy", "busy", "stall")
+    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy")
     known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
     return {key: statistics.median(values) if values else None for key, values in known.items()}
 
@@ -133,7 +146,8 @@ def describe(result: dict[str, Any]) -> str:
         score += f"  vs greedy {result['greedy']:.3f}"
     busy = "n/a" if result["busy"] is None else f"{result['busy']:.1%}"
     stall = "n/a" if result["stall"] is None else f"{result['stall'] * 1000:.0f} ms"
-    return f"score {score}  workers playing {busy}  longest loop stall {stall}"
+    occupancy = "" if result.get("occupancy") is None else f"  search occupancy {result['occupancy']:.3f}"
+    return f"score {score}  workers playing {busy}  longest loop stall {stall}{occupancy}"
 
 
 if __name__ == "__main__":
