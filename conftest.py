@@ -1,13 +1,36 @@
 """Session set-up for the tests and the doctests of asp/.
 
 Logs go to standard error at debug level, so that doctests (which compare standard output)
-are not disturbed, and `structlog.testing.capture_logs` still sees every event.
+are not disturbed, and `structlog.testing.capture_logs` still sees every event. The files a
+doctest's example makes with `tempfile` go in a directory removed after it.
 """
 
+import shutil
+import tempfile
+from collections.abc import Iterator
+
 import pytest
+from _pytest.doctest import DoctestItem
 
 from asp.log import configure_logging
 
 
 def pytest_configure(config: pytest.Config) -> None:
     configure_logging(fmt="console", level="debug")
+
+
+@pytest.fixture(autouse=True)
+def doctest_temporary_directory(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A doctest's ``tempfile.mkdtemp()`` and the like make their files in a directory of
+    its own, removed after it; other tests keep the usual temporary directory."""
+    if not isinstance(request.node, DoctestItem):
+        yield
+        return
+    directory = tempfile.mkdtemp(prefix="asp-doctest-")
+    before = tempfile.tempdir
+    tempfile.tempdir = directory
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
+        shutil.rmtree(directory, ignore_errors=True)
