@@ -113,6 +113,8 @@ def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
     unsearched, _ = play_games(model, None, dataclasses.replace(searched(n_games=2), search=None))
     mixed = trainer.train(unsearched)  # the policy gradient again, on these games alone
     assert "train/ratio_mean" in mixed and mixed["train/replay_samples"] == mixed["train/samples"]
+    again = trainer.train(unsearched)  # on-policy: no window of earlier games either
+    assert again["train/replay_samples"] == again["train/samples"]
 
 
 def _walk(game: ChessSearch, root: Position, *ucis: str) -> Position:

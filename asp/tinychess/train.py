@@ -6,7 +6,7 @@ ply the model played; the trainer then learns as AlphaZero-style systems do:
 * the policy by cross-entropy to the improved policy over the legal moves;
 * the value by mean squared error to the return G below;
 * over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
-  (iterations), each sample keeping the model version that played it.
+  (iterations, 4 by default), each sample keeping the model version that played it.
 
 Games played without search train by policy gradient, read top to bottom in :meth:`Trainer._step`:
 
@@ -91,9 +91,11 @@ class TrainConfig:
     moves that win or lose material, on top of the game's outcome (see :func:`make_samples`)."""
     gamma: float = 0.95
     """Per-ply discount of the material reward (0 to 1): how far ahead a move gets credit."""
-    replay: int = 1
-    """Iterations of samples trained on at each :meth:`Trainer.train` call: this call's and
-    those of the ``replay - 1`` calls before (1 to 64)."""
+    replay: int = 4
+    """Iterations of samples from search trained on at each :meth:`Trainer.train` call: this
+    call's and those of the ``replay - 1`` calls before (1 to 64). Each sample is then learned
+    from ``replay`` times, as the window moves on. Games played without search train on their
+    own call's samples only (the policy gradient is on-policy)."""
     outcome_gamma: float = 0.95
     """Per-ply discount of the game's outcome (0 to 1): a move d plies before the game's end
     gets z * outcome_gamma**d, so a quicker win is worth more and a quicker loss costs more,
@@ -365,11 +367,12 @@ class Trainer:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
         fresh = make_samples(records, gamma=self.cfg.gamma, outcome_gamma=self.cfg.outcome_gamma)
-        if self.window and (self.window[-1].targets is None) != (fresh.targets is None):
-            self.window.clear()  # searched and unsearched games train differently: no mixing
-        self.window.append(fresh)
-        samples = concat_samples(list(self.window))
-        step = self._step if samples.targets is None else self._search_step
+        if fresh.targets is None:  # the policy gradient is on-policy: this call's games alone
+            self.window.clear()
+            samples, step = fresh, self._step
+        else:
+            self.window.append(fresh)
+            samples, step = concat_samples(list(self.window)), self._search_step
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
