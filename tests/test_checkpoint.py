@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from run_helpers import TINY, tiny_config, trained
 
 from asp.app.checkpoint import (
     CHECKPOINT,
@@ -29,23 +31,9 @@ from asp.app.run import RunDir
 from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.errors import AspError
+from asp.search import SearchConfig
 from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.train import TrainConfig, Trainer
-
-TINY = ModelConfig(hidden=16, blocks=0)
-
-
-def tiny_config(**changes: object) -> RunConfig:
-    return dataclasses.replace(RunConfig(games=4, max_plies=8, eval_games=4, model=TINY), **changes)  # type: ignore[arg-type]
-
-
-def trained(cfg: RunConfig) -> Trainer:
-    """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
-    torch.manual_seed(cfg.seed)
-    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu"))
-    records, _ = play_games(trainer.model, None, PlayConfig(n_games=2, max_plies=6))
-    trainer.train(records)
-    return trainer
 
 
 def save(path: Path, trainer: Trainer, cfg: RunConfig, **fields: Any) -> None:
@@ -319,6 +307,30 @@ def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path)
     assert torch.equal(torch.get_rng_state(), saved_rng)
     [(version, playing)] = restored.pending_plays
     assert version == 3 and _same(playing.state_dict(), pending)
+
+
+def test_a_restored_trainer_replays_the_window_the_saved_one_would() -> None:
+    """The checkpoint keeps the samples the next call replays: resumed, the trainer takes the
+    same steps as one that never stopped."""
+    cfg = tiny_config(seed=5)
+    torch.manual_seed(0)
+    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu", replay=3))
+    searching = PlayConfig(n_games=2, max_plies=8, search=SearchConfig(simulations=2, considered=2))
+    calls = [play_games(trainer.model, None, dataclasses.replace(searching, seed=i))[0] for i in range(4)]
+    for records in calls[:3]:
+        trainer.train(records)
+    state = checkpoint_state(trainer, cfg, next_iteration=3, version=3, play_weights=None)
+    assert len(state["replay_window"]) == 2  # the next call keeps the last 2 and adds its own
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / CHECKPOINT
+        write_checkpoint(state, path)
+        model = TinyChess(cfg.model)
+        resumed = Trainer(model, TrainConfig(device="cpu", replay=3))
+        restore_checkpoint(path, cfg, model, resumed)
+    after, before = resumed.train(calls[3]), trainer.train(calls[3])
+    after.pop("train/seconds"), before.pop("train/seconds")
+    assert after == before
+    assert _same(model.state_dict(), trainer.model.state_dict())
 
 
 def test_restoring_into_another_config_is_refused(checkpoint: Path) -> None:

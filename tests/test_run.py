@@ -9,7 +9,6 @@ run directory is written.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import json
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
+from run_helpers import tiny_config, trained
 
 import asp.app.checkpoint
 import asp.app.curves
@@ -29,27 +28,12 @@ import asp.app.session
 from asp.app.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
 from asp.app.curves import plot_curves
 from asp.app.run import RunDir
-from asp.app.run_config import RunConfig
 from asp.app.session import train_session
 from asp.app.writer import Writer
-from asp.tinychess import MODEL, GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.train import TrainConfig, Trainer
+from asp.tinychess import MODEL, GameRecord, ModelConfig
+from asp.tinychess.train import TrainConfig
 
-TINY = ModelConfig(hidden=16, blocks=0)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def tiny_config(**changes: object) -> RunConfig:
-    return dataclasses.replace(RunConfig(games=4, max_plies=8, eval_games=4, model=TINY), **changes)  # type: ignore[arg-type]
-
-
-def trained(cfg: RunConfig) -> Trainer:
-    """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
-    torch.manual_seed(cfg.seed)
-    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu"))
-    records, _ = play_games(trainer.model, None, PlayConfig(n_games=2, max_plies=6))
-    trainer.train(records)
-    return trainer
 
 
 @pytest.fixture

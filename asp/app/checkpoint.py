@@ -14,6 +14,8 @@ pickled code::
     play_weights             the first pending play's weights, or None (for older readers)
     trainer_rng, trainer_steps, torch_rng
                              the trainer's random state and step count, torch's random state
+    replay_window            the samples the trainer's next call replays (Trainer.window_state:
+                             the last replay - 1 iterations', board planes bit-packed)
 
 so that ``asp train --resume`` plays the pending iterations again with the same weights and
 seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` writes it
@@ -23,8 +25,9 @@ atomically, :func:`load_checkpoint` reads, checks and upgrades it, and
 Compatibility: this asp reads every checkpoint of format version ``FORMAT_VERSION``, those
 written before ``pending_plays`` existed included (their ``play_weights`` is read as the one
 pending play, one version older than the checkpoint), and a config stored before a field
-existed reads as :meth:`RunConfig.from_dict` says. One without ``trainer_steps`` plays and
-evaluates but does not resume. It writes ``play_weights`` still, for an asp from before
+existed reads as :meth:`RunConfig.from_dict` says; one without ``replay_window`` (written
+when the trainer replayed nothing) resumes with an empty window. One without
+``trainer_steps`` plays and evaluates but does not resume. It writes ``play_weights`` still, for an asp from before
 ``pending_plays``. A checkpoint of format version 1 is refused with a :class:`RunError` that
 says why: its network reads no attacked-squares planes, and no upgrade can add them. A change
 that a reader of this version could not read takes a new ``FORMAT_VERSION``.
@@ -128,6 +131,7 @@ def checkpoint_state(
         "pending_plays": [{"version": played_by, "weights": copied} for played_by, _, copied in pending],
         "trainer_rng": trainer.rng.getstate(),
         "trainer_steps": trainer.steps,
+        "replay_window": trainer.window_state(),
         "torch_rng": torch.get_rng_state(),
     }
 
@@ -257,6 +261,7 @@ def restore_checkpoint(path: str | os.PathLike[str], cfg: RunConfig, model: Tiny
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
         trainer.steps = state["trainer_steps"]
+        trainer.load_window(state.get("replay_window", []))
         for played_by, weights in pending_plays(state):
             playing = TinyChess(cfg.model)
             load_weights(playing, weights, path)

@@ -6,8 +6,8 @@ network once on the boards where it is to move, samples a move per game and push
 player that searches (``cfg.search``) starts a search there instead: the searches of all
 games run side by side (:class:`asp.search.Searches`), their new roots and leaves evaluated
 ``batch_size`` at a time, one network call a step, and a game moves when its own search
-ends, so a game with a long search holds up no other. When a game ends its slot starts the next game,
-so the batch stays full until the last games drain.
+ends, so a game with a long search holds up no other. When a game ends its slot starts the
+next game, so the batch stays full until the last games drain.
 
 Determinism: every game draws its random numbers from its own stream, seeded by
 ``(cfg.seed, game_id)``, and its colour and opening depend on its id alone. So a game is the
@@ -115,9 +115,10 @@ class PlayConfig:
 
     search: SearchConfig | None = None
     """Search before every move of the model (:mod:`asp.search`, Gumbel search batched over
-    the games in flight: one network call per step of all their searches), or None to play the policy
-    alone. A searching model plays the search's action (with ``gumbel_scale`` 1, a sample of
-    its improved policy) and logs the improved policy in its PlyData as the policy's target.
+    the games in flight: one network call per step of all their searches), or None to play
+    the policy alone. A searching model plays the search's action (with ``gumbel_scale`` 1, a
+    sample of its improved policy) and logs the improved policy in its PlyData as the policy's
+    target.
     ``temperature`` and ``mate_in_one`` apply to moves played without search only: the search
     never misses a mate in one."""
 

@@ -51,7 +51,7 @@ from torch import nn
 
 from asp.checks import check_int, check_number
 from asp.errors import ConfigError
-from asp.tinychess.features import encode_boards, placement_key, unpack_boards
+from asp.tinychess.features import N_PLANES, encode_boards, placement_key, unpack_boards
 from asp.tinychess.moves import legal_move_indices, move_index
 from asp.tinychess.play import material_lead
 from asp.tinychess.records import MODEL, GameRecord
@@ -363,6 +363,19 @@ class Trainer:
         self.window: deque[Samples] = deque(maxlen=self.cfg.replay)
         """The samples of the last ``replay`` calls of :meth:`train`."""
 
+    def window_state(self) -> list[dict[str, torch.Tensor]]:
+        """The samples of the replay window that the next :meth:`train` call keeps (the newest
+        ``replay - 1`` calls'), as tensors for a checkpoint: the board planes bit-packed, so
+        that a sample takes a few hundred bytes. :meth:`load_window` reads them back."""
+        kept = list(self.window)[len(self.window) - self.cfg.replay + 1 :] if self.cfg.replay > 1 else []
+        return [_packed(part) for part in kept]
+
+    def load_window(self, parts: Sequence[dict[str, torch.Tensor]]) -> None:
+        """Put back a replay window that :meth:`window_state` gave (the window is emptied first)."""
+        self.window.clear()
+        for part in parts:
+            self.window.append(_unpacked(part))
+
     def train(self, records: Sequence[GameRecord]) -> dict[str, Any]:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
@@ -478,3 +491,24 @@ class Trainer:
             "train/grad_norm": grad_norm,
         }
         return {key: float(value.detach()) for key, value in figures.items()}
+
+
+_PLANE_FEATURES = N_PLANES * 64
+"""The board-plane features (0 or 1) at the front of a feature row; the scalars follow."""
+
+
+def _packed(part: Samples) -> dict[str, torch.Tensor]:
+    """``part`` as a dict of tensors, its 0/1 board planes bit-packed (8 to a byte)."""
+    fields = {f: getattr(part, f) for f in part.__dataclass_fields__ if f != "features"}
+    planes = part.features[:, :_PLANE_FEATURES].numpy()
+    packed = {k: v for k, v in fields.items() if v is not None}
+    packed["planes"] = torch.from_numpy(np.packbits(planes.astype(np.uint8), axis=1))
+    packed["scalars"] = part.features[:, _PLANE_FEATURES:].clone()
+    return packed
+
+
+def _unpacked(data: dict[str, torch.Tensor]) -> Samples:
+    planes = np.unpackbits(data["planes"].numpy(), axis=1, count=_PLANE_FEATURES).astype(np.float32)
+    features = torch.cat([torch.from_numpy(planes), data["scalars"]], dim=1)
+    fields = {k: v for k, v in data.items() if k not in ("planes", "scalars")}
+    return Samples(features=features, **fields)
