@@ -4,19 +4,41 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import chess.pgn
 import psutil
 import pytest
+from helpers import survivors
 from structlog.testing import capture_logs
 from test_cli import RUN_LIMIT, TINY, command
 
-from asp.app.writer import Writer
+from asp.app.writer import Writer, _death_of
+
+
+def _sleep_forever() -> None:
+    time.sleep(3600)
+
+
+def test_the_reason_is_read_when_the_pools_thread_reaps_the_writer_first() -> None:
+    # The race of a CI run: the pool's thread reaped the dead writer and had not yet stored its
+    # status when the writer asked for it; waitpid found no child then, and the reason was lost.
+    process = multiprocessing.get_context("spawn").Process(target=_sleep_forever, daemon=True)
+    process.start()
+    os.kill(process.pid, signal.SIGKILL)
+    os.waitpid(process.pid, 0)  # as the pool's thread does, which then stores the status:
+    store = threading.Timer(0.05, setattr, (process._popen, "returncode", -signal.SIGKILL))
+    store.start()
+    try:
+        assert _death_of(process) == "killed by SIGKILL"
+    finally:
+        store.join()
 
 
 def test_a_killed_writer_is_replaced_and_the_call_runs_again() -> None:
@@ -26,7 +48,7 @@ def test_a_killed_writer_is_replaced_and_the_call_runs_again() -> None:
             first = writer.call(os.getpid)
             assert first == writer.pid and first != os.getpid()
             os.kill(first, signal.SIGKILL)
-            psutil.Process(first).wait(timeout=10)
+            assert not survivors([first], seconds=10)  # not psutil's wait, which would reap it first
             second = writer.call(os.getpid)
         assert second not in (first, os.getpid())
         replaced = [e for e in logs if e["event"] == "writer_replaced"]

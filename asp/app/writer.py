@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
@@ -109,12 +110,19 @@ def _process_of(pool: concurrent.futures.ProcessPoolExecutor) -> Any:
     return next(iter(processes.values()), None)
 
 
-def _death_of(process: Any) -> str | None:
-    """How the writer process ended, in words (``killed by SIGKILL``), if it is known."""
+def _death_of(process: Any, *, seconds: float = 1.0) -> str | None:
+    """How the writer process ended, in words (``killed by SIGKILL``), if known within ``seconds``.
+
+    The pool's own thread reaps a dead process too. Where it wins the race, this thread's
+    ``waitpid`` finds no child and reads no status, until that thread has stored the status it
+    read; so the status is read again until then.
+    """
     if process is None:
         return None
-    process.join(timeout=1)
-    code = process.exitcode
+    deadline = time.monotonic() + seconds
+    process.join(timeout=seconds)
+    while (code := process.exitcode) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
     if code is None:
         return None
     if code < 0:
