@@ -130,6 +130,21 @@ def test_a_long_search_takes_a_step_per_round() -> None:
     assert sum(game.calls[1:]) <= 64  # every walk evaluates its new leaf (exact leaves need none)
 
 
+@pytest.mark.parametrize("considered", range(1, 33))
+def test_every_round_finds_as_many_actions_with_its_visit_count_as_it_visits(considered: int) -> None:
+    """So a round never has to take an action off the schedule: whatever the scores, the
+    actions with the round's count are at least its width."""
+    for simulations in range(1, 201):
+        visits, rng = [0] * considered, random.Random(simulations)
+        for count, width in rounds(considered_visits(considered, simulations)):
+            eligible = [i for i in range(considered) if visits[i] == count]
+            rng.shuffle(eligible)  # any ranking: the scores change from round to round
+            assert len(eligible) >= width, (simulations, count, width, visits)
+            for i in eligible[:width]:
+                visits[i] += 1
+        assert sum(visits) == simulations
+
+
 class Hashed(TicTacToe):
     """Tic-tac-toe with priors and values that differ from board to board (a fixed function
     of the board), so that the search's choices depend on what it has seen."""

@@ -111,9 +111,11 @@ def checkpoint_state(
     """The checkpoint of a completed iteration, as a copy: training on afterwards cannot change it.
 
     A state_dict holds the live tensors; the copy lets another thread write the checkpoint
-    while this one goes on. ``pending_plays`` are the ``(version, state_dict)`` of the later
-    iterations whose self-play had begun (``play_weights``, the first one's, stays for older
-    readers: when it is that very dict, it shares the copy, which ``torch.save`` stores once).
+    while this one goes on. The replay window is the one part shared, not copied: the trainer
+    never writes a sample it has made, it only drops the oldest. ``pending_plays`` are the
+    ``(version, state_dict)`` of the later iterations whose self-play had begun
+    (``play_weights``, the first one's, stays for older readers: when it is that very dict,
+    it shares the copy, which ``torch.save`` stores once).
     """
     pending = [(played_by, weights, _detached(weights)) for played_by, weights in pending_plays or []]
     play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)

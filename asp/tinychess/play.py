@@ -442,9 +442,31 @@ def _board_player_moves(player: BoardPlayer, games: Sequence[_Game]) -> None:
         heartbeat(1)  # an engine's move can take a while: each is progress
 
 
+@dataclass(frozen=True)
+class _Side:
+    """How one side of every game chooses its moves (built once per call of :func:`play_games`)."""
+
+    net: nn.Module
+    is_model: bool
+    temperature: float
+    mates: bool  # plays a mate in one when it has one
+    search: SearchConfig | None
+    board_player: BoardPlayer | None  # an engine asked board by board, instead of the network
+
+    @staticmethod
+    def of(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> list[_Side]:
+        """The model's side, then the opponent's if there is one."""
+        sides = [_Side(model, True, cfg.temperature, cfg.mate_in_one, cfg.search, None)]
+        if opp is not None:
+            temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
+            mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
+            player = opp if isinstance(opp, BoardPlayer) else None
+            sides.append(_Side(opp, False, temperature, mates, cfg.opponent_search, player))
+        return sides
+
+
 def _move(
-    model: nn.Module,
-    opp: nn.Module | None,
+    sides: list[_Side],
     cfg: PlayConfig,
     games: list[_Game],
     searches: dict[bool, Searches[Position, _Game]],
@@ -457,31 +479,27 @@ def _move(
         return 0
     bitboards, scalars = pack_boards([g.board for g in games], [g.repetitions() for g in games])
     # Split before any move is pushed: a push changes whose turn it is.
-    model_rows = [i for i, g in enumerate(games) if g.model_to_move()]
+    rows_of = {True: [i for i, g in enumerate(games) if g.model_to_move()]}
+    rows_of[False] = [i for i, g in enumerate(games) if not g.model_to_move()] if len(sides) > 1 else []
     if cfg.samples:
-        for i in model_rows:
+        for i in rows_of[True]:
             games[i].keep(bitboards[i], scalars[i])
-    groups = [(model, model_rows, cfg.temperature, True, cfg.mate_in_one, cfg.search)]
-    if opp is not None:
-        opp_rows = [i for i, g in enumerate(games) if not g.model_to_move()]
-        opp_temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
-        opp_mates = cfg.mate_in_one if cfg.opponent_mate_in_one is None else cfg.opponent_mate_in_one
-        groups.append((opp, opp_rows, opp_temperature, False, opp_mates, cfg.opponent_search))
-    for net, rows, temperature, is_model, mates, search_cfg in groups:
+    for side in sides:
+        rows = rows_of[side.is_model]
         if not rows:
             continue
-        if isinstance(net, BoardPlayer) and not is_model:
-            _board_player_moves(net, [games[i] for i in rows])
-        elif search_cfg is not None:
-            if is_model not in searches:
-                searches[is_model] = Searches(ChessSearch(net), search_cfg, batch=cfg.batch_size)
+        if side.board_player is not None:
+            _board_player_moves(side.board_player, [games[i] for i in rows])
+        elif side.search is not None:
+            if side.is_model not in searches:
+                searches[side.is_model] = Searches(ChessSearch(side.net), side.search, batch=cfg.batch_size)
             for i in rows:
                 game = games[i]
                 game.searching = Position(game.board, game.repetitions(), history=game.seen)
-                searches[is_model].start(game, game.searching, game.rng)
+                searches[side.is_model].start(game, game.searching, game.rng)
         else:
-            logits, _ = net(unpack_boards(bitboards[rows], scalars[rows]))
-            _choose_moves([games[i] for i in rows], logits.float(), cfg, temperature, is_model, mates)
+            logits, _ = side.net(unpack_boards(bitboards[rows], scalars[rows]))
+            _choose_moves([games[i] for i in rows], logits.float(), cfg, side.temperature, side.is_model, side.mates)
     return len(games)
 
 
@@ -518,6 +536,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
         next_id += 1
         return game
 
+    sides = _Side.of(model, opp, cfg)
     slots: list[_Game] = []
     records: list[GameRecord] = []
     searches: dict[bool, Searches[Position, _Game]] = {}  # the model's and the opponent's, when they search
@@ -544,7 +563,7 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
                 slots = live
                 if not slots:
                     break
-                moved = _move(model, opp, cfg, [g for g in slots if g.searching is None], searches)
+                moved = _move(sides, cfg, [g for g in slots if g.searching is None], searches)
                 # in a worker: progress for stall detection (a step of a search is progress), and cancellation
                 heartbeat(max(moved, 1))
                 for is_model, searching in searches.items():
