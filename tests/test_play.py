@@ -26,6 +26,8 @@ from asp.tinychess import (
     move_index,
     play_games,
 )
+from asp.tinychess.openings import match_openings
+from asp.tinychess.play import check_play_field
 
 CASTLING_FEN = "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1"
 CASTLING_BARE_FEN = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"
@@ -523,6 +525,23 @@ def test_bad_openings_raise_config_error_naming_the_fen(fen: str) -> None:
     with pytest.raises(ConfigError, match=r"PlayConfig\.openings") as info:
         PlayConfig(openings=(chess.STARTING_FEN, fen))
     assert fen in str(info.value)
+
+
+def test_a_bad_opening_is_refused_every_time_under_the_name_asked() -> None:
+    for name in ("PlayConfig.openings", "RunConfig.openings"):
+        with pytest.raises(ConfigError, match=rf"^{name}: FEN .* is a finished game"):
+            check_play_field("openings", (CHECKMATE_FEN,), name=name)
+
+
+def test_a_copy_of_a_config_does_not_check_its_openings_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every shard of a call is a copy of its config: checking each of the bundled openings again
+    for each copy stalled the event loop for tens of milliseconds at every evaluation."""
+    cfg = PlayConfig(openings=match_openings())
+    boards: list[str] = []
+    board = chess.Board
+    monkeypatch.setattr(chess, "Board", lambda fen=chess.STARTING_FEN, **kw: boards.append(fen) or board(fen, **kw))
+    copies = [dataclasses.replace(cfg, first_game=first, n_games=4) for first in range(0, 64, 4)]
+    assert boards == [] and all(copy.openings == cfg.openings for copy in copies)
 
 
 def test_openings_list_is_accepted_as_a_tuple() -> None:
