@@ -325,7 +325,7 @@ def test_a_step_learns_what_the_softmax_over_the_legal_moves_of_the_whole_vocabu
     # illegal logits masked to -inf over all POLICY_SIZE moves. One step of each from the same
     # weights must land on the same weights.
     records, _ = play_games(tiny(), None, PlayConfig(n_games=4, max_plies=40, seed=3))
-    cfg = TrainConfig(device="cpu", batch_size=4096, lr=1e-2, epochs=1)
+    cfg = TrainConfig(device="cpu", batch_size=4096, lr=1e-2)
     trained = Trainer(tiny(), cfg)
     metrics = trained.train(records)
     assert metrics["train/steps"] == 1
