@@ -208,8 +208,8 @@ def _check_opening(name: str, fen: object) -> None:
 @functools.lru_cache(maxsize=65536)
 def _opening_problem(fen: str) -> str | None:
     """What is wrong with the opening ``fen``, or None. Cached: every shard of a call is a
-    copy of its config, checked again, and a board takes about half a millisecond to check;
-    the dozens of openings of an evaluation made the event loop stall for tens of ms."""
+    copy of its config, checked again on the event loop, and a board takes python-chess
+    about half a millisecond to check."""
     try:
         board = chess.Board(fen)
     except ValueError as e:
