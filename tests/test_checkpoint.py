@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -309,7 +308,7 @@ def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path)
     assert version == 3 and _same(playing.state_dict(), pending)
 
 
-def test_a_restored_trainer_replays_the_window_the_saved_one_would() -> None:
+def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Path) -> None:
     """The checkpoint keeps the samples the next call replays: resumed, the trainer takes the
     same steps as one that never stopped."""
     cfg = tiny_config(seed=5)
@@ -321,12 +320,11 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would() -> None:
         trainer.train(records)
     state = checkpoint_state(trainer, cfg, next_iteration=3, version=3, play_weights=None)
     assert len(state["replay_window"]) == 2  # the next call keeps the last 2 and adds its own
-    with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / CHECKPOINT
-        write_checkpoint(state, path)
-        model = TinyChess(cfg.model)
-        resumed = Trainer(model, TrainConfig(device="cpu", replay=3))
-        restore_checkpoint(path, cfg, model, resumed)
+    path = tmp_path / CHECKPOINT
+    write_checkpoint(state, path)
+    model = TinyChess(cfg.model)
+    resumed = Trainer(model, TrainConfig(device="cpu", replay=3))
+    restore_checkpoint(path, cfg, model, resumed)
     after, before = resumed.train(calls[3]), trainer.train(calls[3])
     after.pop("train/seconds"), before.pop("train/seconds")
     assert after == before

@@ -491,8 +491,7 @@ def _move(
         return 0
     bitboards, scalars = pack_boards([g.board for g in games], [g.repetitions() for g in games])
     # Split before any move is pushed: a push changes whose turn it is.
-    rows_of = {True: [i for i, g in enumerate(games) if g.model_to_move()]}
-    rows_of[False] = [i for i, g in enumerate(games) if not g.model_to_move()] if len(sides) > 1 else []
+    rows_of = {side.is_model: [i for i, g in enumerate(games) if g.model_to_move() == side.is_model] for side in sides}
     if cfg.samples:
         for i in rows_of[True]:
             games[i].keep(bitboards[i], scalars[i])
