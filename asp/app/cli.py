@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     train = sub.add_parser("train", help="train TinyChess by pipelined self-play (the main job)")
-    train.add_argument("--iterations", type=int, help="iterations to train (default 16)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")

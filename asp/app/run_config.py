@@ -28,7 +28,7 @@ __all__ = ["RunConfig"]
 class RunConfig:
     """Everything that defines a TinyChess training run. Invalid values raise ConfigError."""
 
-    iterations: int = 16
+    iterations: int = 20
     """Iterations to train (1 to 100000)."""
     games: int = 160
     """Self-play games per iteration (1 to 10**6)."""
