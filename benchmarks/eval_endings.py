@@ -14,8 +14,8 @@ the random mover gets a hundred moves in which to stumble on a mate. It always e
 
     python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--policy-only] [--json out.json]
 
-``--policy-only`` plays the model without its mate-in-one rule (``RunConfig.mate_in_one``),
-to see what the network alone has learnt.
+``--policy-only`` plays the network alone, without the run's search and without its
+mate-in-one rule (as ``asp eval --policy-only``), to see what the network itself has learnt.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ import chess
 import torch
 
 from asp.app.checkpoint import model_from_checkpoint, run_config_of
+from asp.app.run_config import RunConfig
 from asp.app.session import endings
-from asp.tinychess import MODEL, GameRecord, play_games
+from asp.tinychess import MODEL, GameRecord, PlayConfig, play_games
 from asp.tinychess.mates import mating_moves
 from asp.tinychess.opponents import RandomMover
 
@@ -53,41 +54,50 @@ def mates_in_one(records: list[GameRecord]) -> dict[str, dict[str, int]]:
     return counts
 
 
+def endings_config(
+    cfg: RunConfig, version: int, games: int | None, temperature: float | None, policy_only: bool
+) -> PlayConfig:
+    """The run's evaluation against the random mover, with the games and temperature asked for;
+    ``policy_only``: the network alone (no search, no mate-in-one rule)."""
+    play = cfg.eval_cfg(version)
+    if games is not None:
+        play = dataclasses.replace(play, n_games=games)
+    if temperature is not None:
+        play = dataclasses.replace(play, temperature=temperature)
+    if policy_only:
+        play = dataclasses.replace(play, search=None, mate_in_one=False)
+    return play
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="run directory or checkpoint file")
     parser.add_argument("--games", type=int, default=None, help="games (default: the run's eval_games)")
     parser.add_argument("--temperature", type=float, default=None, help="model's temperature (default: the run's)")
-    parser.add_argument("--policy-only", action="store_true", help="the model plays no mate in one of its own")
+    parser.add_argument("--policy-only", action="store_true", help="the network alone: no search, no mate-in-one rule")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     model, state = model_from_checkpoint(args.run)
-    cfg = run_config_of(state)
-    play = cfg.eval_cfg(int(state["version"]))
-    if args.games is not None:
-        play = dataclasses.replace(play, n_games=args.games)
-    if args.temperature is not None:
-        play = dataclasses.replace(play, temperature=args.temperature)
-    if args.policy_only:
-        play = dataclasses.replace(play, mate_in_one=False)
+    play = endings_config(run_config_of(state), int(state["version"]), args.games, args.temperature, args.policy_only)
     records, stats = play_games(model, RandomMover(), play)
     report: dict[str, Any] = {
         "run": args.run,
         "games": len(records),
         "temperature": play.temperature,
         "mate_in_one": play.mate_in_one,
+        "search": 0 if play.search is None else play.search.simulations,
         "score": stats["score"],
         "endings": endings(records),
         "mean_plies": round(statistics.fmean(len(r.moves) for r in records), 1),
         "mates_in_one": mates_in_one(records),
     }
-    rule = "with" if play.mate_in_one else "without"
-    print(
-        f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}, "
-        f"{rule} the mate-in-one rule"
-    )
+    if play.search is not None:
+        how = f"searching {play.search.simulations} simulations a move"
+    else:
+        how = f"the network {'with' if play.mate_in_one else 'without'} the mate-in-one rule"
+    print(f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}, {how}")
     for key, n in sorted(report["endings"].items(), key=lambda kv: -kv[1]):
         print(f"  {key:28s} {n:5d}")
     print(f"  mean length {report['mean_plies']} plies")
