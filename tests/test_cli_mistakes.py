@@ -7,6 +7,7 @@ checkpoints in the format ``asp train`` saves, spoiled one way each.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
@@ -282,10 +283,11 @@ def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) 
 @pytest.mark.slow
 def test_ctrl_c_while_playing_exits_130_with_no_traceback(argv: list[str], tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "good")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
+    with _ctrl_c_reaches_children():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
     try:
         deadline = time.monotonic() + LIMIT
         # Playing by then: importing torch and starting costs each process 2-3 s of CPU.
@@ -306,6 +308,21 @@ def test_ctrl_c_while_playing_exits_130_with_no_traceback(argv: list[str], tmp_p
         child.kill()
     assert alive == []
     assert not (tmp_path / "x.pgn").exists()
+
+
+@contextlib.contextmanager
+def _ctrl_c_reaches_children() -> Iterator[None]:
+    """Children started inside take SIGINT as a terminal's foreground job does, also where the
+    tests run with SIGINT ignored (a shell's background job, ``pytest &``): an ignored signal
+    stays ignored across exec, and Python then installs no KeyboardInterrupt handler."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # exec resets a caught signal
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _tree_cpu(pid: int) -> float:
