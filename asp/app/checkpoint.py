@@ -28,9 +28,10 @@ pending play, one version older than the checkpoint), and a config stored before
 existed reads as :meth:`RunConfig.from_dict` says; one without ``replay_window`` (written
 when the trainer replayed nothing) resumes with an empty window. One without
 ``trainer_steps`` plays and evaluates but does not resume. It writes ``play_weights`` still,
-for an asp from before ``pending_plays``. A checkpoint of format version 1 is refused with a :class:`RunError` that
-says why: its network reads no attacked-squares planes, and no upgrade can add them. A change
-that a reader of this version could not read takes a new ``FORMAT_VERSION``.
+for an asp from before ``pending_plays``. A checkpoint of format version 1 is refused with a
+:class:`RunError` that says why: its network reads no attacked-squares planes, and no upgrade
+can add them. A change that a reader of this version could not read takes a new
+``FORMAT_VERSION``.
 """
 
 from __future__ import annotations

@@ -72,8 +72,8 @@ class TrainConfig:
     batch_size: int = 1024
     """Samples per gradient step (1 to 65536)."""
     epochs: int = 1
-    """Passes over an iteration's samples (1 to 100). On 2 cores the workers wait for the
-    trainer as soon as it does more than one."""
+    """Passes over the samples of each :meth:`Trainer.train` call (1 to 100): the replay
+    window's for games played with search, the call's own for the policy gradient."""
     clip: float = 0.2
     """PPO clip range eps of the probability ratio (0 < clip <= 10)."""
     value_coef: float = 0.5
