@@ -3,11 +3,14 @@
 * the search, ``asp.search`` (batched tree search over a small game protocol): of asp it may
   import only itself, ``asp.progress``, ``asp.errors`` and ``asp.checks`` (the range checks
   of config fields); it knows no game;
-* the game, ``asp.tinychess`` (rules, encoding, model, play, records, trainer, opponents):
-  of asp it may import only itself, the search, ``asp.progress`` (the heartbeat and
-  ``more_games``), ``asp.errors`` and ``asp.checks``;
+* the game protocol, ``asp.games`` (the protocol, and the play loop, trainer and movers every
+  game shares): of asp it may import only itself, the search, ``asp.progress`` (the heartbeat
+  and ``more_games``), ``asp.errors`` and ``asp.checks``; it knows no particular game;
+* a game, ``asp.tinychess`` or ``asp.connect4`` (rules, encoding, model, opponents...): of asp
+  it may import only itself, the game protocol and what the protocol may import; no game
+  imports another;
 * the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
-  command line, so it imports neither ``asp.tinychess`` nor ``asp.app``;
+  command line, so it imports neither the game protocol, nor a game, nor ``asp.app``;
 * the application, ``asp.app`` (the ``asp`` command, run directory, session, evaluation
   matches, display, curves, PGN files): it may import anything.
 
@@ -26,7 +29,9 @@ import asp
 
 ROOT = Path(asp.__file__).parent
 SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors", "asp.checks")
-GAME_MAY_IMPORT = ("asp.tinychess", *SEARCH_MAY_IMPORT)
+PROTOCOL_MAY_IMPORT = ("asp.games", *SEARCH_MAY_IMPORT)
+GAMES = ("asp.tinychess", "asp.connect4")
+"""The games asp ships: each a package of its own."""
 
 
 def module_name(path: Path) -> str:
@@ -51,9 +56,15 @@ def imported(source: str, module: str, *, package: bool) -> list[str]:
     return names
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
 def layer(module: str) -> str:
-    if module == "asp.tinychess" or module.startswith("asp.tinychess."):
+    if any(_within(module, game) for game in GAMES):
         return "game"
+    if _within(module, "asp.games"):
+        return "protocol"
     if module == "asp.app" or module.startswith("asp.app."):
         return "application"
     if module == "asp.search" or module.startswith("asp.search."):
@@ -68,7 +79,9 @@ def violations(module: str, imports: list[str]) -> list[str]:
     for name in imports:
         if name != "asp" and not name.startswith("asp."):
             continue
-        allowed = {"game": GAME_MAY_IMPORT, "search": SEARCH_MAY_IMPORT}.get(own)
+        own_game = [game for game in GAMES if _within(module, game)]
+        allowed = {"game": (*own_game, *PROTOCOL_MAY_IMPORT), "protocol": PROTOCOL_MAY_IMPORT}.get(own)
+        allowed = SEARCH_MAY_IMPORT if own == "search" else allowed
         if allowed is not None and not any(name == ok or name.startswith(ok + ".") for ok in allowed):
             if name != "asp":  # ``from asp import x`` is judged by its full name, asp.x
                 bad.append(name)
@@ -89,7 +102,7 @@ def test_no_module_imports_a_layer_above_its_own(module: str, path: Path) -> Non
 
 def test_every_layer_has_modules() -> None:
     layers = {layer(m) for m, _ in all_modules()}
-    assert layers == {"search", "game", "orchestrator", "application"}
+    assert layers == {"search", "protocol", "game", "orchestrator", "application"}
 
 
 @pytest.mark.parametrize(
@@ -115,6 +128,13 @@ def test_every_layer_has_modules() -> None:
         ("asp.search.gumbel", "from asp.dispatch import Dispatcher", ["asp.dispatch", "asp.dispatch.Dispatcher"]),
         ("asp.tinychess.play", "from asp.search import search", []),
         ("asp.selfplay", "from asp.search import search", ["asp.search", "asp.search.search"]),
+        ("asp.selfplay", "from asp.games import PlayConfig", ["asp.games", "asp.games.PlayConfig"]),
+        ("asp.pipeline", "import asp.connect4", ["asp.connect4"]),
+        ("asp.games.play", "from asp.connect4 import ConnectFour", ["asp.connect4", "asp.connect4.ConnectFour"]),
+        ("asp.games.train", "from asp.pipeline import Pipeline", ["asp.pipeline", "asp.pipeline.Pipeline"]),
+        ("asp.connect4.game", "from asp.games import Symmetry\nfrom asp.search import Status", []),
+        ("asp.connect4.game", "from asp.tinychess import moves", ["asp.tinychess", "asp.tinychess.moves"]),
+        ("asp.search.gumbel", "from asp.games import Game", ["asp.games", "asp.games.Game"]),
     ],
 )
 def test_the_check_catches_an_import_across_the_layers(module: str, source: str, bad: list[str]) -> None:

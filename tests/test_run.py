@@ -23,7 +23,9 @@ import pytest
 from run_helpers import tiny_config, trained
 
 import asp.app.checkpoint
+import asp.app.chess_matches
 import asp.app.curves
+import asp.app.loop_watch
 import asp.app.session
 from asp.app.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
 from asp.app.curves import plot_curves
@@ -201,7 +203,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
     def writer_call(writer: Writer, func: Callable[..., Any], *args: Any) -> Any:
         # the curves are drawn in the session's writer process: timed from the waiting thread
-        return (timed("curves", call) if func.__name__ == "_plot" else call)(writer, func, *args)
+        return (timed("curves", call) if func.__name__ == "plot_history" else call)(writer, func, *args)
 
     monkeypatch.setattr(Writer, "call", writer_call)
     ticks: list[float] = []
@@ -259,7 +261,7 @@ async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     """The writer process draws the curves; a failure comes back as text for a warning."""
-    from asp.app.session import _plot
+    from asp.app.artefacts import plot_history as _plot
 
     assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
     failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")
@@ -272,7 +274,7 @@ async def test_the_loop_watch_sees_a_stall_and_a_garbage_collection() -> None:
         def __init__(self) -> None:
             self.other: Node | None = None
 
-    async with asp.app.session.LoopWatch() as watch:
+    async with asp.app.loop_watch.LoopWatch() as watch:
         await asyncio.sleep(0.05)  # let it start
         time.sleep(0.08)  # noqa: ASYNC251 (on purpose: the loop held, a stall)
         await asyncio.sleep(0.05)
@@ -298,7 +300,7 @@ def test_endings_count_the_models_outcomes_by_termination_and_leave_out_what_is_
         game("*", "engine_failure"),  # not scored
         game("1-0", "checkmate", white=MODEL, black=MODEL),  # self-play: no side to score
     ]
-    assert asp.app.session.endings(records) == {
+    assert asp.app.chess_matches.endings(records) == {
         "draw/stalemate": 1,
         "loss/checkmate": 1,
         "win/checkmate": 1,

@@ -1,11 +1,13 @@
-"""The checkpoint of a TinyChess training run: its format, and the only code that reads it.
+"""The checkpoint of a training run: its format, and the only code that reads it.
 
 A checkpoint is the state after a completed iteration, one ``torch.save`` of a dict of plain
 values and tensors, so that ``torch.load(weights_only=True)`` reads it without running any
 pickled code::
 
-    format, format_version   "asp-tinychess-run", FORMAT_VERSION
-    config                   the run's RunConfig, as RunConfig.to_dict writes it
+    format, format_version   "asp-tinychess-run", FORMAT_VERSION (a TinyChess run), or
+                             "asp-game-run", GAME_FORMAT_VERSION (any other game's run)
+    config                   the run's RunConfig (GameRunConfig), as its to_dict writes it;
+                             a game run's names its game
     next_iteration           the first iteration still to play
     version                  the model's version
     model, optimizer         the state_dicts of the network and of the trainer's optimizer
@@ -15,7 +17,7 @@ pickled code::
     trainer_rng, trainer_steps, torch_rng
                              the trainer's random state and step count, torch's random state
     replay_window            the samples the trainer's next call replays (Trainer.window_state:
-                             the last replay - 1 iterations', board planes bit-packed)
+                             the last replay - 1 iterations'; TinyChess's board planes bit-packed)
 
 so that ``asp train --resume`` plays the pending iterations again with the same weights and
 seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` writes it
@@ -46,10 +48,13 @@ from typing import Any
 
 import torch
 
+from asp.app.game_config import GameRunConfig
+from asp.app.games import load_game
 from asp.app.outputs import writing
 from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
+from asp.games import Trainer as GameTrainer
 from asp.tinychess.model import TinyChess
 from asp.tinychess.train import Trainer
 
@@ -57,12 +62,15 @@ __all__ = [
     "CHECKPOINT",
     "FORMAT",
     "FORMAT_VERSION",
+    "GAME_FORMAT",
+    "GAME_FORMAT_VERSION",
     "Restored",
     "RunError",
     "checkpoint_state",
     "load_checkpoint",
     "load_weights",
     "model_from_checkpoint",
+    "new_model",
     "pending_plays",
     "restore_checkpoint",
     "run_config_of",
@@ -75,6 +83,10 @@ FORMAT = "asp-tinychess-run"
 """The ``format`` field of every checkpoint: what tells one from another torch file."""
 FORMAT_VERSION = 2
 """2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""
+GAME_FORMAT = "asp-game-run"
+"""The ``format`` field of the checkpoint of a run of any game but TinyChess."""
+GAME_FORMAT_VERSION = 1
+_FORMATS = {FORMAT: FORMAT_VERSION, GAME_FORMAT: GAME_FORMAT_VERSION}
 
 _COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))
 """The checkpoint's counters and their largest values (the least is 0)."""
@@ -101,8 +113,8 @@ class Restored:
 
 
 def checkpoint_state(
-    trainer: Trainer,
-    cfg: RunConfig,
+    trainer: Trainer | GameTrainer,
+    cfg: RunConfig | GameRunConfig,
     *,
     next_iteration: int,
     version: int,
@@ -122,9 +134,10 @@ def checkpoint_state(
     play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)
     if play_copy is None and play_weights is not None:
         play_copy = _detached(play_weights)
+    kind = GAME_FORMAT if isinstance(cfg, GameRunConfig) else FORMAT
     return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format": kind,
+        "format_version": _FORMATS[kind],
         "config": cfg.to_dict(),
         "next_iteration": next_iteration,
         "version": version,
@@ -167,16 +180,15 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     except Exception as e:  # truncated zip, foreign pickle...: all mean "not a usable checkpoint"
         first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0][:200] if str(e) else ""
         raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_line})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RunError(f"{path}: not an asp TinyChess run checkpoint")
-    if data.get("format_version") != FORMAT_VERSION:
-        older = data.get("format_version") == 1
+    if not isinstance(data, dict) or data.get("format") not in _FORMATS:
+        raise RunError(f"{path}: not an asp run checkpoint")
+    expected = _FORMATS[data["format"]]
+    if data.get("format_version") != expected:
+        older = data["format"] == FORMAT and data.get("format_version") == 1
         why = " (made by an older asp, whose network reads no attacked-squares planes)" if older else ""
-        raise RunError(
-            f"{path}: checkpoint format version {data.get('format_version')!r}, expected {FORMAT_VERSION}{why}"
-        )
+        raise RunError(f"{path}: checkpoint format version {data.get('format_version')!r}, expected {expected}{why}")
     try:
-        RunConfig.from_dict(data["config"])
+        run_config_of(data)
     except (ConfigError, KeyError, TypeError) as e:
         raise RunError(f"{path}: its run config is not one this asp reads ({type(e).__name__}: {e})") from None
     _check_fields(path, data)
@@ -208,9 +220,19 @@ def _upgrade(data: dict[str, Any]) -> None:
         data["pending_plays"] = [] if weights is None else [{"version": data["version"] - 1, "weights": weights}]
 
 
-def run_config_of(state: dict[str, Any]) -> RunConfig:
+def run_config_of(state: dict[str, Any]) -> RunConfig | GameRunConfig:
     """The run config of a checkpoint that :func:`load_checkpoint` returned."""
+    if state.get("format") == GAME_FORMAT:
+        return GameRunConfig.from_dict(state["config"])
     return RunConfig.from_dict(state["config"])
+
+
+def new_model(cfg: RunConfig | GameRunConfig) -> torch.nn.Module:
+    """A fresh network of the run ``cfg`` (TinyChess's, or its game's default network)."""
+    if isinstance(cfg, GameRunConfig):
+        network: torch.nn.Module = load_game(cfg.game, option="the run's game").network()
+        return network
+    return TinyChess(cfg.model)
 
 
 def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -231,13 +253,13 @@ def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
         raise RunError(f"{path}: the checkpoint's weights do not fit its model config ({detail})") from None
 
 
-def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict[str, Any]]:
+def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The model of a checkpoint file or run directory (in eval mode), and the checkpoint itself."""
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT
     data = load_checkpoint(path)
-    model = TinyChess(run_config_of(data).model)
+    model = new_model(run_config_of(data))
     load_weights(model, data["model"], path)
     model.eval()
     return model, data
@@ -246,7 +268,12 @@ def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[TinyChess, dict
 # -- resuming --------------------------------------------------------------------------------
 
 
-def restore_checkpoint(path: str | os.PathLike[str], cfg: RunConfig, model: TinyChess, trainer: Trainer) -> Restored:
+def restore_checkpoint(
+    path: str | os.PathLike[str],
+    cfg: RunConfig | GameRunConfig,
+    model: torch.nn.Module,
+    trainer: Trainer | GameTrainer,
+) -> Restored:
     """Load the checkpoint at ``path`` into ``model`` (the one ``trainer`` trains), the trainer
     and torch's random state, and say where its run stopped. Only ``cfg.iterations`` may
     differ from the config the checkpoint holds: a resumed run may be made longer or shorter.
@@ -266,7 +293,7 @@ def restore_checkpoint(path: str | os.PathLike[str], cfg: RunConfig, model: Tiny
         trainer.steps = state["trainer_steps"]
         trainer.load_window(state.get("replay_window", []))
         for played_by, weights in pending_plays(state):
-            playing = TinyChess(cfg.model)
+            playing = new_model(cfg)
             load_weights(playing, weights, path)
             plays.append((played_by, playing))
         # Last: building a model draws from torch's generator.

@@ -48,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asp", description="Async self-play for board games.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    train = sub.add_parser("train", help="train TinyChess by pipelined self-play (the main job)")
+    train = sub.add_parser("train", help="train a game (TinyChess by default) by pipelined self-play (the main job)")
+    train.add_argument(
+        "--game",
+        help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
+        "or object; the current directory is importable)",
+    )
     train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
@@ -86,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "0: the policy alone (default 64; with --search 0 or --policy-only, 0)",
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
-    train.add_argument("--hidden", type=int, help="width of the model (default 256)")
+    train.add_argument("--hidden", type=int, help="TinyChess: width of the model (default 256)")
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
     train.add_argument(
@@ -99,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         "a private Ray instance on this machine)",
     )
     train.add_argument("--run-dir", help="run directory (default runs/<name>)")
-    train.add_argument("--name", default="tinychess", help="run name, for the default run directory")
+    train.add_argument("--name", help="run name, for the default run directory (default: the game's name)")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
     train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
@@ -239,6 +244,7 @@ def _how_it_plays(
     if args.policy_only:
         return None, False
     run = run_config_of(state) if state is not None else RunConfig()
+    assert isinstance(run, RunConfig), "a game run's checkpoint goes to asp.app.game_commands"
     if args.search is not None:
         run = dataclasses.replace(run, search=args.search, eval_search=None)
     return run.search_cfg(sampling=sampling), run.mate_in_one

@@ -1,4 +1,4 @@
-"""A TinyChess training run on disk: config, checkpoint, metrics, games, curves.
+"""A training run on disk: config, checkpoint, metrics, games, curves.
 
 A run directory holds::
 
@@ -6,7 +6,7 @@ A run directory holds::
     config.json      the run's configuration, written once when the run starts
     metrics.jsonl    one JSON line per iteration
     log.jsonl        the run's structlog events as JSON lines
-    games/iter-NNNN.pgn   each iteration's games
+    games/iter-NNNN.pgn   each iteration's games (TinyChess; other games: .jsonl, a record a line)
     curves.png       losses, score against a random mover, plies/s
 
 :class:`RunDir` names these files, starts a run, reads its config back and keeps its
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
+from asp.app.game_config import GameRunConfig, config_from_dict
 from asp.app.outputs import writing
 from asp.app.run_config import RunConfig
 from asp.atomic import write_text_atomic
@@ -50,10 +51,10 @@ class RunDir:
     def curves(self) -> Path:
         return self.path / "curves.png"
 
-    def games(self, iteration: int) -> Path:
-        return self.path / "games" / f"iter-{iteration:04d}.pgn"
+    def games(self, iteration: int, *, suffix: str = ".pgn") -> Path:
+        return self.path / "games" / f"iter-{iteration:04d}{suffix}"
 
-    def create(self, cfg: RunConfig) -> None:
+    def create(self, cfg: RunConfig | GameRunConfig) -> None:
         """Start a new run here. Refuses a directory that already holds a run."""
         if self.checkpoint.exists() or (self.path / "config.json").exists():
             raise RunError(
@@ -62,7 +63,7 @@ class RunDir:
         (self.path / "games").mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
 
-    def stored_config(self) -> RunConfig:
+    def stored_config(self) -> RunConfig | GameRunConfig:
         """The config the run was started with (from its checkpoint, else config.json)."""
         if self.checkpoint.exists():
             return run_config_of(load_checkpoint(self.checkpoint))
@@ -70,7 +71,7 @@ class RunDir:
         if not config.exists():
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
         try:
-            return RunConfig.from_dict(json.loads(config.read_text()))
+            return config_from_dict(json.loads(config.read_text()))
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise RunError(f"{config}: not a run config ({type(e).__name__}: {e})") from None
 

@@ -28,6 +28,9 @@ __all__ = ["RunConfig"]
 class RunConfig:
     """Everything that defines a TinyChess training run. Invalid values raise ConfigError."""
 
+    game: str = "tinychess"
+    """The game: always ``tinychess`` (other games' runs have a
+    :class:`~asp.app.game_config.GameRunConfig`). A stored config without it reads as TinyChess."""
     iterations: int = 20
     """Iterations to train (1 to 100000)."""
     games: int = 160
@@ -78,6 +81,8 @@ class RunConfig:
     """The trainer."""
 
     def __post_init__(self) -> None:
+        if self.game != "tinychess":
+            raise ConfigError(f"RunConfig.game must be 'tinychess' (other games: GameRunConfig), got {self.game!r}")
         for name, low, high in (
             ("iterations", 1, 100_000),
             ("games", 1, 10**6),
@@ -158,21 +163,21 @@ class RunConfig:
         ...
         asp.errors.ConfigError: RunConfig.train has no field 'gae_lambda' (a run of another version of asp?); ...
         """
-        data = _fields_of("RunConfig", cls, data)
+        data = fields_of("RunConfig", cls, data)
         # A run stored before the field existed played with the policy alone, and evaluated
         # as it played.
         data.setdefault("mate_in_one", False)
         data.setdefault("search", 0)
         data.setdefault("eval_search", None)
-        model = ModelConfig(**_fields_of("RunConfig.model", ModelConfig, data.pop("model")))
-        train = TrainConfig(**_fields_of("RunConfig.train", TrainConfig, data.pop("train")))
+        model = ModelConfig(**fields_of("RunConfig.model", ModelConfig, data.pop("model")))
+        train = TrainConfig(**fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)
         if engine is not None:
-            engine = EngineConfig(**_fields_of("RunConfig.eval_engine", EngineConfig, engine))
+            engine = EngineConfig(**fields_of("RunConfig.eval_engine", EngineConfig, engine))
         return cls(model=model, train=train, eval_engine=engine, **data)
 
 
-def _fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:
+def fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:
     """``data`` as keyword arguments of the dataclass ``cls``; ConfigError names what is not one."""
     if not isinstance(data, dict):
         raise ConfigError(f"{owner} must be a mapping of its fields, got {type(data).__name__}")

@@ -67,11 +67,20 @@ def engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
     return EngineConfig(**fields)
 
 
+_CHESS_OPTIONS = ("eval_skill", "eval_nodes", "engine", "hidden")
+"""``asp train``'s options that only a TinyChess run has (besides ``--eval-vs stockfish`` and
+``--policy-only``)."""
+
+
 def train_config(args: argparse.Namespace) -> Any:
     """The run's config from ``asp train``'s options, and the fields the options changed.
 
     :raises ConfigError: for an option out of its range, named as the option.
     """
+    from asp.app.games import TINYCHESS
+
+    if (args.game or TINYCHESS) != TINYCHESS:
+        return _game_train_config(args)
     from asp.app.run_config import RunConfig
     from asp.tinychess.model import ModelConfig
     from asp.tinychess.train import TrainConfig
@@ -117,6 +126,36 @@ def train_config(args: argparse.Namespace) -> Any:
     return dataclasses.replace(base, **changes), changes
 
 
+def _game_train_config(args: argparse.Namespace) -> Any:
+    """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
+    from asp.app.game_config import GameRunConfig
+    from asp.app.games import load_game
+    from asp.games import TrainConfig
+
+    given = [o for o in _CHESS_OPTIONS if getattr(args, o) is not None]
+    given += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
+    given += ["policy_only"] if args.policy_only else []
+    if given:
+        raise ConfigError(f"--{given[0].replace('_', '-')} applies to --game tinychess only, not --game {args.game}")
+    if args.search == 0:
+        raise ConfigError(
+            f"--search must be in 1..10000 for --game {args.game}: it trains on the search's improved policy"
+        )
+    load_game(args.game)  # a game that cannot be loaded is the user's mistake: said before anything else
+    base = GameRunConfig(game=args.game)
+    changes: dict[str, Any] = {"game": args.game}
+    for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "max_staleness",
+                   "search", "eval_search"):  # fmt: skip
+        if getattr(args, option) is not None:
+            changes[option] = getattr(args, option)
+            _named_option(option, functools.partial(dataclasses.replace, base, **{option: changes[option]}))
+    if args.sequential:
+        changes["overlap"] = False
+    if args.device is not None:
+        changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
+    return dataclasses.replace(base, **changes), changes
+
+
 def _named_option(option: str, make: Callable[[], T]) -> T:
     """``make()``; its ConfigError (which names a config field) is prefixed with the option
     that set the field, so that the user sees what to change on the command line."""
@@ -143,7 +182,7 @@ def train_command(args: argparse.Namespace) -> int:
         if not run.path.is_dir():
             raise RunError(f"{run.path}: no run directory to resume")
     else:
-        run = RunDir(args.run_dir or Path("runs") / args.name)
+        run = RunDir(args.run_dir or Path("runs") / (args.name or _game_name(cfg)))
         check_output_directory("--run-dir", run.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
     lock = RunLock(run.path)
@@ -157,6 +196,16 @@ def train_command(args: argparse.Namespace) -> int:
         lock.release()
 
 
+def _game_name(cfg: Any) -> str:
+    """The name of the run's game: the default run directory's name."""
+    from asp.app.game_config import GameRunConfig
+    from asp.app.games import load_game
+
+    if isinstance(cfg, GameRunConfig):
+        return str(load_game(cfg.game).name)
+    return "tinychess"
+
+
 def _check_run_files(run: RunDir) -> None:
     """RunError naming the first path of the run that is in the way of a file it writes."""
     from asp.app.checkpoint import RunError
@@ -167,9 +216,9 @@ def _check_run_files(run: RunDir) -> None:
     games = run.games(0).parent
     if games.exists() and not games.is_dir():
         raise RunError(f"{games} is not a directory: the run writes its games there")
-    for path in sorted(games.glob("iter-*.pgn")) if games.is_dir() else []:
+    for path in sorted(games.glob("iter-*")) if games.is_dir() else []:
         if path.is_dir():
-            raise RunError(f"{path} is a directory: the run writes a PGN file there")
+            raise RunError(f"{path} is a directory: the run writes its games file there")
 
 
 def _check_device(device: str) -> None:
@@ -194,7 +243,7 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
     if args.resume:
         stored = run.stored_config()
         # Only the length of a run may change on resume; anything else would be another run.
-        clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k) != v}
+        clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k, None) != v}
         if clash:
             named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
             raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
@@ -277,12 +326,15 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
             )
         return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
     final = history[-1] if history else {}
-    score, greedy = final.get("eval/score"), final.get("eval_greedy/score")
+    score = final.get("eval/score")
+    others = "".join(
+        f", against the {key[5:-6]} mover: {value:.3f}"
+        for key, value in final.items()
+        if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score"
+    )
     print(  # noqa: T201 (the command line's own output, as in cli.py)
         f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
-        f"{'n/a' if score is None else f'{score:.3f}'}"
-        + ("" if greedy is None else f", against the greedy mover: {greedy:.3f}")
-        + f"; {_time_summary(history)}; curves: {run.curves}"
+        f"{'n/a' if score is None else f'{score:.3f}'}{others}; {_time_summary(history)}; curves: {run.curves}"
     )
     return 0
 

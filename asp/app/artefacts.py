@@ -1,0 +1,35 @@
+"""An iteration's artefacts on disk: its metrics line and checkpoint, together; the curves."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from asp.app.checkpoint import write_checkpoint
+from asp.app.run import RunDir
+
+__all__ = ["commit_iteration", "plot_history"]
+
+
+def commit_iteration(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
+    """Append the metrics line, then write the checkpoint; return the seconds the checkpoint took.
+
+    The line goes first: a resumed run drops the lines past its checkpoint. One call, so that
+    a cancellation waits for both rather than falling between them.
+    """
+    run.append_metrics(line)
+    started = time.perf_counter()
+    write_checkpoint(checkpoint, run.checkpoint)
+    return time.perf_counter() - started
+
+
+def plot_history(history: list[dict[str, Any]], path: Path) -> str | None:
+    """Draw the curves (in the writer process); return what went wrong, if anything."""
+    from asp.app.curves import plot_curves
+
+    try:
+        plot_curves(history, path)
+    except Exception as e:  # noqa: BLE001 (reported by the caller, never raised)
+        return repr(e)
+    return None

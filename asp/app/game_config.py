@@ -1,0 +1,142 @@
+"""The configuration of a training run of any game but TinyChess: :class:`GameRunConfig`.
+
+A run's config is written to its ``config.json`` when it starts and into every checkpoint;
+:meth:`GameRunConfig.from_dict` reads both back.
+
+>>> cfg = GameRunConfig(game="connect4", iterations=2)
+>>> GameRunConfig.from_dict(cfg.to_dict()) == cfg
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from asp.app.games import TINYCHESS
+from asp.app.run_config import RunConfig, fields_of
+from asp.checks import check_bool, check_int
+from asp.errors import ConfigError
+from asp.games import PlayConfig, TrainConfig
+from asp.pipeline import MAX_STALENESS
+from asp.search import SearchConfig
+
+__all__ = ["GameRunConfig", "config_from_dict"]
+
+
+@dataclass(frozen=True)
+class GameRunConfig:
+    """Everything that defines a training run of a game (:class:`asp.games.Game`) other than
+    TinyChess. Invalid values raise ConfigError."""
+
+    game: str = "connect4"
+    """The game: a shipped game's name, or ``MODULE:ATTR`` (see :func:`asp.app.games.load_game`)."""
+    iterations: int = 20
+    """Iterations to train (1 to 100000)."""
+    games: int = 200
+    """Self-play games per iteration (1 to 10**6)."""
+    seed: int = 0
+    """Seed of the model's initialisation, the games and the trainer (0 to 2**31 - 1)."""
+    max_plies: int = 1000
+    """Plies after which a game is cut and drawn (1 to 100000)."""
+    play_batch: int = 64
+    """Games played at once in each worker (1 to 4096)."""
+    overlap: bool = True
+    """Play the next iteration while training (False: sequential)."""
+    max_staleness: int = 1
+    """The most versions a game may lag behind the weights that train on it (0 to 16)."""
+    search: int = 16
+    """Simulations of the model's search before each move in self-play (1 to 10000): the
+    trainer learns the search's improved policy."""
+    search_considered: int = 16
+    """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
+    eval_search: int = 64
+    """Simulations of the model's search when it plays to win: evaluations during training,
+    ``asp eval``, ``asp moves`` (0 to 10000: 0 plays the policy alone)."""
+    eval_every: int = 4
+    """Evaluate every this many iterations, and after the last (1 to 10**6)."""
+    eval_games: int = 100
+    """Games of each evaluation, against each of the game's movers (2 to 10**6)."""
+    train: TrainConfig = field(default_factory=TrainConfig)
+    """The trainer."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.game, str) or not self.game:
+            raise ConfigError(f"GameRunConfig.game must be a game's name or MODULE:ATTR, got {self.game!r}")
+        for name, low, high in (
+            ("iterations", 1, 100_000),
+            ("games", 1, 10**6),
+            ("seed", 0, 2**31 - 1),
+            ("max_plies", 1, 100_000),
+            ("play_batch", 1, 4096),
+            ("max_staleness", 0, MAX_STALENESS),
+            ("search", 1, 10_000),
+            ("search_considered", 1, 1024),
+            ("eval_search", 0, 10_000),
+            ("eval_every", 1, 10**6),
+            ("eval_games", 2, 10**6),
+        ):
+            check_int(f"GameRunConfig.{name}", getattr(self, name), low, high)
+        check_bool("GameRunConfig.overlap", self.overlap)
+        if not isinstance(self.train, TrainConfig):
+            raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")
+
+    def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
+        """The model's search: sampling with ``search`` simulations in self-play; the best
+        action with ``eval_search`` when it plays to win (None: the policy alone)."""
+        simulations = self.search if sampling else self.eval_search
+        if simulations == 0:
+            return None
+        return SearchConfig(simulations, self.search_considered, gumbel_scale=1.0 if sampling else 0.0)
+
+    def play_cfg(self, game: Any, iteration: int, version: int) -> PlayConfig:
+        """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
+        return PlayConfig(
+            game,
+            n_games=self.games,
+            seed=self.seed * 1_000_003 + iteration,
+            first_game=iteration * self.games,
+            max_plies=self.max_plies,
+            batch_size=self.play_batch,
+            model_version=version,
+            search=self.search_cfg(sampling=True),
+        )
+
+    def eval_cfg(self, game: Any, version: int, *, games: int | None = None, seed: int = 0) -> PlayConfig:
+        """The config of an evaluation: the model plays to win (its likeliest move without
+        search), half the games first, half second; fixed seed."""
+        return PlayConfig(
+            game,
+            n_games=self.eval_games if games is None else games,
+            seed=10**9 + self.seed + seed,
+            max_plies=self.max_plies,
+            temperature=0.0,
+            opponent_temperature=1.0,
+            batch_size=self.play_batch,
+            model_version=version,
+            samples=False,
+            search=self.search_cfg(sampling=False),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GameRunConfig:
+        """The config that :meth:`to_dict` wrote; a field this asp does not know raises
+        ConfigError naming it."""
+        data = fields_of("GameRunConfig", cls, data)
+        train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
+        return cls(train=train, **data)
+
+
+def config_from_dict(data: Any) -> RunConfig | GameRunConfig:
+    """A run's config from its ``config.json`` (or a checkpoint's ``config``): a
+    :class:`GameRunConfig` where it names a game other than TinyChess, else a RunConfig.
+
+    :raises ConfigError: a field that the config does not have, or a value out of range.
+    """
+    if isinstance(data, dict) and data.get("game", TINYCHESS) != TINYCHESS:
+        return GameRunConfig.from_dict(data)
+    return RunConfig.from_dict(data)

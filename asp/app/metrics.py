@@ -1,0 +1,63 @@
+"""What an iteration's metrics line and a match's metrics hold (``metrics.jsonl``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from asp.app.evaluate import MatchResult
+from asp.pipeline import IterationReport
+
+__all__ = ["match_metrics", "metrics_line"]
+
+
+def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
+    """A match's score, W/D/L and Elo with its 95% interval, as ``prefix/...`` metrics."""
+    elo = result.elo
+    return {
+        f"{prefix}/score": result.score,
+        f"{prefix}/games": result.games,
+        f"{prefix}/wins": result.wins,
+        f"{prefix}/draws": result.draws,
+        f"{prefix}/losses": result.losses,
+        f"{prefix}/elo": round(elo.elo, 1),
+        f"{prefix}/elo_low": round(elo.elo_low, 1),
+        f"{prefix}/elo_high": round(elo.elo_high, 1),
+    }
+
+
+def metrics_line(report: IterationReport, play_batch: int, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
+    """An iteration's metrics line: its games, times, search occupancy (against ``play_batch``
+    positions a call), the workers' share of the wall time, and the trainer's metrics."""
+    stats = report.play_stats
+    line: dict[str, Any] = {
+        "iteration": report.iteration,
+        "version_played": report.version_played,
+        "version_trained": report.version_trained,
+        "staleness": report.staleness,
+        "play/games": stats["games"],
+        "play/plies": stats["plies"],
+        "play/plies_per_s": stats["plies"] / report.play_seconds if report.play_seconds > 0 else 0.0,
+        "play/length_mean": stats["length_mean"],
+        "play/results": stats["results"],
+        "play/terminations": stats["terminations"],
+        "time/play": report.play_seconds,
+        "time/train": report.train_seconds,
+        "time/overlap": report.overlap_seconds,
+        "time/wall": report.wall_seconds,
+    }
+    if stats.get("search/evaluations"):
+        # Boards per network call of the searches, against the play batch: how full the
+        # batched search keeps the network.
+        per_call = stats["search/boards"] / stats["search/evaluations"]
+        line["play/search_boards_per_call"] = per_call
+        line["play/search_occupancy"] = per_call / play_batch
+    workers = stats.get("workers")
+    if workers and report.wall_seconds > 0:
+        # The share of the iteration's wall time the workers spent inside shards (any shard:
+        # self-play of whichever iteration, evaluation), and the cores left idle.
+        line["time/workers_busy"] = 1.0 - report.worker_idle_seconds / (workers * report.wall_seconds)
+        line["time/worker_idle_core_s"] = report.worker_idle_seconds * worker_threads
+        line["time/trainer_idle_core_s"] = report.trainer_idle_seconds * trainer_threads
+    line.update(report.train_metrics)
+    return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in line.items()}

@@ -1,0 +1,160 @@
+"""What a training session needs to know of the game it trains: :class:`RunKind`.
+
+The session (:mod:`asp.app.session`) is the same for every game: pipeline, checkpoints,
+metrics, curves. What differs is here: the network and trainer a run starts with, the
+self-play config of an iteration, the evaluations, and how the games are written.
+:class:`ChessRun` is TinyChess's (its own trainer, the random and greedy movers, Stockfish,
+PGN files); :class:`GameRun` is any :class:`~asp.games.Game`'s (:class:`asp.games.Trainer`,
+the game's movers, a JSON line a game).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+import structlog
+import torch
+
+from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_greedy, evaluate_vs_random
+from asp.app.evaluate import match_result_of
+from asp.app.game_config import GameRunConfig
+from asp.app.games import load_game
+from asp.app.metrics import match_metrics
+from asp.app.pgn import write_pgn
+from asp.app.run_config import RunConfig
+from asp.atomic import write_text_atomic
+from asp.games import Trainer as GameTrainer
+from asp.selfplay import SelfPlay
+from asp.tinychess.engine import EngineNotFound, EngineOpponent
+from asp.tinychess.model import TinyChess
+from asp.tinychess.train import Trainer
+
+__all__ = ["ChessRun", "GameRun", "RunKind", "run_kind", "write_records"]
+
+log = structlog.get_logger("asp.train")
+
+
+class RunKind(Protocol):
+    """The game-specific part of a training session."""
+
+    cfg: Any
+    """The run's config: :class:`~asp.app.run_config.RunConfig` or
+    :class:`~asp.app.game_config.GameRunConfig`."""
+    games_suffix: str
+    """The suffix of an iteration's games file (``.pgn``, ``.jsonl``)."""
+    note: str | None
+    """What the run will not do that its config asks for (an engine not found), or None."""
+
+    def new_model(self) -> torch.nn.Module:
+        """A fresh network (drawing from torch's generator)."""
+        ...
+
+    def new_trainer(self, model: torch.nn.Module) -> Any:
+        """The trainer of ``model``: ``train(records)``, ``optimizer``, ``rng``, ``steps``,
+        ``window_state()`` and ``load_window()``."""
+        ...
+
+    def play_cfg(self, iteration: int, version: int) -> Any:
+        """The self-play config of ``iteration``, played by ``version``."""
+        ...
+
+    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
+        """The evaluations of ``model`` (of ``version``) as metrics."""
+        ...
+
+    def games_writer(self) -> Any:
+        """A function ``(plain records, path)`` at a module's top level that writes an
+        iteration's games (run in the writer process)."""
+        ...
+
+
+def run_kind(cfg: RunConfig | GameRunConfig, *, engine_path: str | None = None) -> RunKind:
+    """The :class:`RunKind` of the run ``cfg``."""
+    if isinstance(cfg, GameRunConfig):
+        return GameRun(cfg)
+    return ChessRun(cfg, engine_path=engine_path)
+
+
+class ChessRun:
+    """TinyChess: its network and trainer; evaluations against the random mover, the greedy
+    mover and, when the run asks and it is found, an engine; games as PGN."""
+
+    games_suffix = ".pgn"
+
+    def __init__(self, cfg: RunConfig, *, engine_path: str | None = None) -> None:
+        self.cfg = cfg
+        self.engine: EngineOpponent | None = None
+        self.note: str | None = None
+        if cfg.eval_engine is not None:
+            try:  # finds the executable only: each worker starts its own engine when it first plays
+                self.engine = EngineOpponent(dataclasses.replace(cfg.eval_engine, path=engine_path))
+            except EngineNotFound as e:
+                self.note = f"no evaluation against {cfg.eval_engine.describe()}: {e}"
+                log.warning("engine_eval_skipped", reason=str(e))
+
+    def new_model(self) -> torch.nn.Module:
+        return TinyChess(self.cfg.model)
+
+    def new_trainer(self, model: torch.nn.Module) -> Trainer:
+        return Trainer(model, self.cfg.train)
+
+    def play_cfg(self, iteration: int, version: int) -> Any:
+        return self.cfg.play_cfg(iteration, version)
+
+    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
+        line = await evaluate_vs_random(selfplay, model, self.cfg, version)
+        line.update(await evaluate_vs_greedy(selfplay, model, self.cfg, version))
+        if self.engine is not None:
+            line.update(await evaluate_vs_engine(selfplay, model, self.cfg, version, self.engine))
+        return line
+
+    def games_writer(self) -> Any:
+        return write_pgn
+
+
+class GameRun:
+    """Any :class:`~asp.games.Game`: its default network, :class:`asp.games.Trainer`, one
+    evaluation against each of the game's movers (``eval/...`` for the random mover,
+    ``eval_<name>/...`` for the others), games as JSON lines."""
+
+    games_suffix = ".jsonl"
+    note: str | None = None
+
+    def __init__(self, cfg: GameRunConfig) -> None:
+        self.cfg = cfg
+        self.game = load_game(cfg.game)
+
+    def new_model(self) -> torch.nn.Module:
+        model: torch.nn.Module = self.game.network()
+        return model
+
+    def new_trainer(self, model: torch.nn.Module) -> GameTrainer:
+        return GameTrainer(model, self.game, self.cfg.train)
+
+    def play_cfg(self, iteration: int, version: int) -> Any:
+        return self.cfg.play_cfg(self.game, iteration, version)
+
+    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
+        line: dict[str, Any] = {}
+        for name, mover in self.game.movers().items():
+            prefix = "eval" if name == "random" else f"eval_{name}"
+            cfg = self.cfg.eval_cfg(self.game, version)
+            records, stats = await selfplay.play(model, mover, cfg, priority=EVAL_PRIORITY)
+            line.update(match_metrics(prefix, match_result_of(records)))
+            line[f"{prefix}/seconds"] = stats["seconds"]
+        return line
+
+    def games_writer(self) -> Any:
+        return write_records
+
+
+def write_records(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Write plain records (:meth:`asp.games.Record.plain`) to ``path`` as JSON lines, atomically."""
+    target = Path(path)
+    write_text_atomic(target, "".join(json.dumps(record) + "\n" for record in records))
+    return target

@@ -1,0 +1,144 @@
+"""Connect Four as an asp game (:class:`~asp.games.Game`): 7 columns, 6 rows, four in a row wins.
+
+Rules from :mod:`asp.connect4.rules` (bitboards); a position's notation is the columns played
+from the empty board, 1-7 (``"4453"``), as in the published Connect Four solver test sets, and
+a move is its column, 1-7. The one symmetry is the left-right mirror.
+
+>>> game = ConnectFour()
+>>> state = game.parse_state("445566")
+>>> [game.action_text(state, a) for a in game.status(state).winning]
+['3', '7']
+>>> print(game.show(game.apply(state, 6)))
+. . . . . . .
+. . . . . . .
+. . . . . . .
+. . . . . . .
+. . . O O O .
+. . . X X X X
+1 2 3 4 5 6 7
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from asp.connect4 import rules
+from asp.connect4.model import N_FEATURES, C4Config, C4Net
+from asp.connect4.rules import HEIGHT, WIDTH, Board
+from asp.games.movers import RandomMover
+from asp.games.protocol import Mover, Symmetry
+from asp.search import Status
+
+__all__ = ["ConnectFour", "WinBlockMover", "mirror_features"]
+
+_CELL_BITS = np.array([c * (HEIGHT + 1) + r for c in range(WIDTH) for r in range(HEIGHT)], dtype=np.uint64)
+"""The bit of every cell, column after column, bottom row first: the order of the features."""
+
+
+def _planes(bitboards: list[int]) -> np.ndarray:
+    """``(len(bitboards), 42)`` 0/1 cells of each bitboard."""
+    words = np.array(bitboards, dtype=np.uint64)
+    return ((words[:, None] >> _CELL_BITS[None, :]) & np.uint64(1)).astype(np.float32)
+
+
+def mirror_features(features: torch.Tensor) -> torch.Tensor:
+    """The encodings of the mirror images of the positions ``features`` encodes."""
+    return features.reshape(-1, 2, WIDTH, HEIGHT).flip(2).reshape(features.shape)
+
+
+class ConnectFour:
+    """The game of Connect Four, and its default network (:class:`~asp.connect4.model.C4Net`)."""
+
+    name = "connect4"
+    action_size = WIDTH
+
+    def start(self) -> Board:
+        return rules.EMPTY
+
+    def to_move(self, state: Board) -> int:
+        return state.to_move
+
+    def status(self, state: Board) -> Status:
+        value = rules.value(state)
+        if value is not None:
+            return Status(value=value)
+        return Status(winning=tuple(rules.winning_columns(state)))
+
+    def actions(self, state: Board) -> list[int]:
+        return rules.legal_columns(state)
+
+    def apply(self, state: Board, action: int) -> Board:
+        return rules.play(state, action)
+
+    def encode(self, states: Sequence[Board]) -> torch.Tensor:
+        """Per position, the side to move's stones then the opponent's: 84 features."""
+        own = _planes([s.current for s in states])
+        other = _planes([s.current ^ s.mask for s in states])
+        return torch.from_numpy(np.concatenate([own, other], axis=1)).reshape(len(states), N_FEATURES)
+
+    def network(self, cfg: Any = None) -> nn.Module:
+        return C4Net(cfg if cfg is not None else C4Config())
+
+    def action_text(self, state: Board, action: int) -> str:
+        return str(action + 1)
+
+    def parse_action(self, state: Board, text: str) -> int:
+        text = text.strip()
+        if text not in ("1", "2", "3", "4", "5", "6", "7"):
+            raise ValueError(f"{text!r} is not a column 1-7")
+        column = int(text) - 1
+        if column not in rules.legal_columns(state):
+            raise ValueError(f"column {text} is full" if not rules.is_over(state) else "the game is over")
+        return column
+
+    def state_text(self, state: Board) -> str:
+        return rules.to_columns(state)
+
+    def parse_state(self, text: str) -> Board:
+        return rules.from_columns(text.strip())
+
+    def show(self, state: Board) -> str:
+        return rules.text(state)
+
+    def svg(self, state: Board) -> str:
+        """The position as an SVG picture, the last move ringed."""
+        return rules.svg(state)
+
+    def symmetries(self) -> list[Symmetry]:
+        return [Symmetry("mirror", mirror_features, tuple(WIDTH - 1 - c for c in range(WIDTH)))]
+
+    def movers(self) -> Mapping[str, Mover]:
+        return {"random": RandomMover(), "winblock": WinBlockMover()}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __repr__(self) -> str:
+        return "ConnectFour()"
+
+
+class WinBlockMover(nn.Module):
+    """The one-ply win/block mover: it wins at once if it can, else blocks the opponent's
+    winning column, else plays a random column (ties broken at random)."""
+
+    cfg = None
+    opponent_name = "winblock"
+
+    def choose(self, game: Any, state: Board, rng: random.Random) -> int:
+        wins = rules.winning_columns(state)
+        if not wins:  # the opponent's, as if it were to move
+            wins = rules.winning_columns(Board(state.current ^ state.mask, state.mask))
+        columns = wins or rules.legal_columns(state)
+        return columns[rng.randrange(len(columns))]
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")

@@ -1,0 +1,29 @@
+"""Any two-player board game: the game protocol, and what every game shares.
+
+A game implements :class:`Game` (rules, encoding, network, notation, symmetries, movers);
+:func:`play_games` plays it in batches, with or without search, against itself, a network or
+a :class:`Mover`; :class:`Trainer` learns from its records. None of it knows a particular game
+or the orchestrator: :class:`asp.SelfPlay` plays a :class:`PlayConfig` like any other.
+"""
+
+from asp.games.movers import RandomMover
+from asp.games.play import PlayConfig, play_games
+from asp.games.protocol import Game, Mover, Symmetry
+from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
+from asp.games.train import TrainConfig, Trainer
+
+__all__ = [
+    "MODEL",
+    "OPPONENT",
+    "Game",
+    "Mover",
+    "PlayConfig",
+    "RandomMover",
+    "Record",
+    "Samples",
+    "Symmetry",
+    "TrainConfig",
+    "Trainer",
+    "play_games",
+    "summarise",
+]

@@ -1,0 +1,379 @@
+"""Batched play of any :class:`~asp.games.Game` in one process: many games at once, one
+network call per step.
+
+:func:`play_games` keeps ``cfg.batch_size`` games in flight. Each step, every game whose
+mover is to choose gets its move from that side: a network without search samples from its
+logits over the legal actions (one call for all its games), a searching network starts a
+search (the searches of all games run side by side, :class:`asp.search.Searches`, their new
+positions evaluated ``batch_size`` at a time, and a game moves when its own search ends), and
+a :class:`~asp.games.Mover` chooses from the rules. When a game ends its slot starts the next
+game, so the batch stays full until the last games drain; in a worker of :class:`asp.SelfPlay`
+a free slot also takes the games the coordinator offers (:func:`asp.more_games`).
+
+Determinism: every game draws its random numbers from its own stream, seeded by
+``(cfg.seed, game_id)``, and its colour and opening depend on its id alone. So a game is the
+same whichever call, shard, batch or process plays it (up to floating-point differences of
+the network between batch sizes).
+
+>>> from asp.connect4 import ConnectFour
+>>> game = ConnectFour()
+>>> records, stats = play_games(game.network(), None, PlayConfig(game, n_games=2, max_plies=4))
+>>> [len(r.actions) for r in records], stats["games"]
+([4, 4], 2)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic
+
+import numpy as np
+import torch
+from torch import nn
+
+from asp.checks import check_bool, check_int, check_number
+from asp.errors import ConfigError
+from asp.games.network_search import NetworkSearch
+from asp.games.protocol import Game, Mover, State
+from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
+from asp.progress import heartbeat, more_games
+from asp.search import SearchConfig, Searches, SearchResult
+
+__all__ = ["PlayConfig", "play_games"]
+
+_BIG = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class PlayConfig:
+    """What :func:`play_games` plays. Invalid values raise :class:`asp.errors.ConfigError`."""
+
+    game: Game[Any]
+    """The game (its class importable by module and name: it travels to the workers)."""
+    n_games: int = 256
+    """Games to play (0 to 10**9)."""
+    seed: int = 0
+    """Seed of the games' random streams (0 to 2**63 - 1)."""
+    first_game: int = 0
+    """Id of the first game: games get ids ``first_game .. first_game + n_games - 1``."""
+    max_plies: int = 1000
+    """Plies after which a game is cut and drawn (1 to 100000)."""
+    temperature: float = 1.0
+    """Softmax temperature of the model's moves without search: 0.01 to 100, or 0 for the
+    likeliest move."""
+    opponent_temperature: float | None = None
+    """The opponent network's temperature, if not ``temperature`` (same range)."""
+    batch_size: int = 64
+    """Games played at once, and the most positions per network call (1 to 4096)."""
+    openings: tuple[str, ...] = ()
+    """Positions to start from, in the game's notation: game ``i`` starts from
+    ``openings[i % len(openings)]``; empty: :meth:`Game.start`."""
+    model_version: int = 0
+    """Version of the model's weights, copied into every record (0 to 2**63 - 1)."""
+    opponent_version: int = 0
+    """Version of the opponent's weights, copied into records of games against it."""
+    search: SearchConfig | None = None
+    """The model searches before every move (batched Gumbel search over the games in flight),
+    or None: it plays its policy. A searching model plays the search's action and keeps the
+    improved policy as its target."""
+    opponent_search: SearchConfig | None = None
+    """The same for a network opponent."""
+    samples: bool = True
+    """Send back, with each record, the model's plies as training samples
+    (:class:`~asp.games.records.Samples`). Evaluation games can do without."""
+
+    def __post_init__(self) -> None:
+        if not all(hasattr(self.game, name) for name in ("start", "status", "actions", "apply", "encode")):
+            raise ConfigError(f"PlayConfig.game must be a Game (asp.games.Game), got {self.game!r}")
+        for name, low, high in (
+            ("n_games", 0, 10**9),
+            ("seed", 0, _BIG),
+            ("first_game", 0, _BIG),
+            ("max_plies", 1, 100_000),
+            ("batch_size", 1, 4096),
+            ("model_version", 0, _BIG),
+            ("opponent_version", 0, _BIG),
+        ):
+            check_int(f"PlayConfig.{name}", getattr(self, name), low, high)
+        check_number("PlayConfig.temperature", self.temperature, 0.01, 100, also=(0,))
+        check_number("PlayConfig.opponent_temperature", self.opponent_temperature, 0.01, 100, also=(None, 0))
+        check_bool("PlayConfig.samples", self.samples)
+        for name in ("search", "opponent_search"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
+                raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
+        openings = tuple(self.openings)
+        object.__setattr__(self, "openings", openings)
+        for i, text in enumerate(openings):
+            try:
+                state = self.game.parse_state(text)
+            except (ValueError, TypeError) as e:
+                raise ConfigError(f"PlayConfig.openings[{i}]: {e}") from None
+            if self.game.status(state).value is not None:
+                raise ConfigError(f"PlayConfig.openings[{i}]: {text!r} is a finished game")
+
+    def play(self, model: nn.Module, opp: nn.Module | None) -> tuple[list[Record], dict[str, Any]]:
+        """Play these games: :func:`play_games` (what :class:`asp.SelfPlay` calls)."""
+        return play_games(model, opp, self)
+
+    def summarise(self, records: list[Record]) -> dict[str, Any]:
+        """The stats of ``records``: :func:`~asp.games.records.summarise`."""
+        return summarise(records)
+
+
+class _Game(Generic[State]):
+    """A game in flight: its position, its moves, its random stream and its samples."""
+
+    __slots__ = ("actions", "counts", "features", "game_id", "legal", "model_first", "movers", "moves", "plies",
+                 "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
+
+    def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
+        game = cfg.game
+        self.game_id = game_id
+        self.start = cfg.openings[game_id % len(cfg.openings)] if cfg.openings else ""
+        self.state: State = game.parse_state(self.start) if self.start else game.start()
+        self.start = self.start or game.state_text(self.state)
+        self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
+        self.self_play = not against_opponent
+        self.model_first = self.self_play or game_id % 2 == 0
+        self.actions: list[int] = []
+        self.moves: list[str] = []  # the actions in the game's notation
+        self.searching = False  # its mover is searching: its move comes from the searches
+        # The model's plies as training samples (cfg.samples)
+        self.plies: list[int] = []
+        self.movers: list[int] = []
+        self.features: list[torch.Tensor] = []
+        self.legal: list[int] = []
+        self.counts: list[int] = []
+        self.policy: list[float] = []
+
+    def model_to_move(self, game: Game[State]) -> bool:
+        return self.self_play or (game.to_move(self.state) == 0) == self.model_first
+
+    def keep(self, features: torch.Tensor, legal: Sequence[int], mover: int) -> None:
+        """Note that the model (``mover``) is about to move here (encoded as ``features``)."""
+        self.plies.append(len(self.actions))
+        self.movers.append(mover)
+        self.features.append(features)
+        self.legal.extend(legal)
+        self.counts.append(len(legal))
+
+    def push(self, game: Game[State], action: int, policy: Sequence[float] | None, model: bool) -> None:
+        """Play ``action``; for a kept ply of the model, its policy target: the search's
+        improved ``policy``, else the action played."""
+        if model and len(self.policy) < len(self.legal):
+            legal = self.legal[len(self.policy) :]
+            self.policy.extend(policy if policy is not None else [1.0 if a == action else 0.0 for a in legal])
+        self.moves.append(game.action_text(self.state, action))
+        self.state = game.apply(self.state, action)
+        self.actions.append(action)
+
+    def record(self, cfg: PlayConfig, against_opponent: bool) -> Record:
+        """The record of the game, over or cut at ``max_plies``."""
+        game = cfg.game
+        value = game.status(self.state).value
+        if value is None:
+            result, termination = 0.5, "max_plies"
+        else:
+            first = value if game.to_move(self.state) == 0 else -value
+            result, termination = (1.0 + first) / 2.0, "rules"
+        first_player, second_player = MODEL, MODEL
+        if against_opponent:
+            first_player, second_player = (MODEL, OPPONENT) if self.model_first else (OPPONENT, MODEL)
+        return Record(
+            game_id=self.game_id,
+            start=self.start,
+            actions=self.actions,
+            moves=self.moves,
+            result=result,
+            termination=termination,
+            first=first_player,
+            second=second_player,
+            model_version=cfg.model_version,
+            opponent_version=cfg.opponent_version if against_opponent else None,
+            samples=self._samples() if cfg.samples else None,
+        )
+
+    def _samples(self) -> Samples:
+        features = torch.stack(self.features).numpy() if self.features else np.zeros((0, 0), np.float32)
+        return Samples(
+            plies=np.array(self.plies, dtype=np.int32),
+            movers=np.array(self.movers, dtype=np.int8),
+            features=features.astype(np.float32, copy=False),
+            legal=np.array(self.legal, dtype=np.int32),
+            legal_counts=np.array(self.counts, dtype=np.int32),
+            policy=np.array(self.policy, dtype=np.float32),
+        )
+
+
+def _sample(logits: Sequence[float], temperature: float, rng: random.Random) -> int:
+    """A position in ``logits`` sampled from their softmax at ``temperature`` (0: the largest)."""
+    if temperature == 0:
+        return max(range(len(logits)), key=logits.__getitem__)
+    peak = max(logits)
+    weights = [math.exp((x - peak) / temperature) for x in logits]
+    u, acc = rng.random() * sum(weights), 0.0
+    for k, w in enumerate(weights):
+        acc += w
+        if u < acc:
+            return k
+    return len(weights) - 1
+
+
+@dataclass(frozen=True)
+class _Side:
+    """How one side of every game chooses its moves (settled once per call)."""
+
+    net: nn.Module
+    is_model: bool
+    temperature: float
+    search: SearchConfig | None
+    mover: Mover | None
+
+    @staticmethod
+    def of(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> list[_Side]:
+        """The model's side, then the opponent's if there is one."""
+        sides = [_Side(model, True, cfg.temperature, cfg.search, None)]
+        if opp is not None:
+            temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
+            mover = opp if isinstance(opp, Mover) else None
+            sides.append(_Side(opp, False, temperature, cfg.opponent_search, mover))
+        return sides
+
+
+class _Step(Generic[State]):
+    """The moving part of :func:`play_games`: each side's moves, and the searches in flight."""
+
+    def __init__(self, sides: list[_Side], cfg: PlayConfig) -> None:
+        self.sides = sides
+        self.cfg = cfg
+        self.searches: dict[bool, Searches[State, _Game[State]]] = {}  # by is_model
+
+    def move(self, games: list[_Game[State]]) -> int:
+        """Each of ``games`` (whose movers choose now) moves, or starts a search; returns how many."""
+        game = self.cfg.game
+        rows_of = {side.is_model: [g for g in games if g.model_to_move(game) == side.is_model] for side in self.sides}
+        kept = rows_of[True] if self.cfg.samples else []
+        encoded = game.encode([g.state for g in kept]) if kept else None
+        for i, g in enumerate(kept):
+            assert encoded is not None
+            g.keep(encoded[i], game.actions(g.state), game.to_move(g.state))
+        for side in self.sides:
+            if rows_of[side.is_model]:
+                self._side_moves(side, rows_of[side.is_model])
+        return len(games)
+
+    def _side_moves(self, side: _Side, games: list[_Game[State]]) -> None:
+        game = self.cfg.game
+        if side.mover is not None:
+            for g in games:
+                g.push(game, side.mover.choose(game, g.state, g.rng), None, side.is_model)
+        elif side.search is not None:
+            if side.is_model not in self.searches:
+                search = NetworkSearch(game, side.net)
+                self.searches[side.is_model] = Searches(search, side.search, batch=self.cfg.batch_size)
+            for g in games:
+                g.searching = True
+                self.searches[side.is_model].start(g, g.state, g.rng)
+        else:
+            logits, _ = side.net(game.encode([g.state for g in games]))
+            rows = logits.float().tolist()
+            for g, row in zip(games, rows, strict=True):
+                legal = game.actions(g.state)
+                action = legal[_sample([row[a] for a in legal], side.temperature, g.rng)]
+                g.push(game, action, None, side.is_model)
+
+    def step_searches(self) -> None:
+        """One network call of each side's searches; the games whose search ended move."""
+        for is_model, searches in self.searches.items():
+            if searches:
+                for g, result in searches.step():
+                    g.searching = False
+                    g.push(self.cfg.game, result.action, result.policy, is_model)
+
+    def search_stats(self) -> dict[str, int]:
+        searches = self.searches.get(True)
+        if searches is None:
+            return {}
+        evaluator = searches.game
+        assert isinstance(evaluator, NetworkSearch)
+        return {"search/evaluations": evaluator.evaluations, "search/boards": evaluator.boards}
+
+
+def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tuple[list[Record], dict[str, Any]]:
+    """Play ``cfg.n_games`` games of ``cfg.game`` in this process; return ``(records, stats)``.
+
+    ``opp=None`` is self-play. With an opponent (a network, or a :class:`~asp.games.Mover`),
+    the model moves first in the games with an even id and second in the others; an
+    opponent's ``opponent_name``, if it has one, is copied into the records. Records are
+    sorted by game id; ``stats`` is :func:`~asp.games.records.summarise` of them plus
+    ``seconds`` and ``plies_per_s`` (and the search's network calls when the model searched).
+    """
+    started = time.perf_counter()
+    against = opp is not None
+    next_id, end_id = cfg.first_game, cfg.first_game + cfg.n_games
+
+    def next_game() -> _Game[Any] | None:
+        nonlocal next_id, end_id
+        if next_id >= end_id:  # its own games have all begun: games on offer, in a worker of asp
+            block = more_games()
+            if block is None:
+                return None
+            next_id, end_id = block[0], block[0] + block[1]
+        new: _Game[Any] = _Game(next_id, cfg, against)
+        next_id += 1
+        return new
+
+    stepper: _Step[Any] = _Step(_Side.of(model, opp, cfg), cfg)
+    records: list[Record] = []
+    nets = [model] if opp is None else [model, opp]
+    was_training = {m: m.training for net in nets for m in net.modules()}
+    for net in nets:
+        net.eval()
+    try:
+        with torch.inference_mode():
+            _play(cfg, stepper, next_game, records, against)
+    finally:
+        for module, training in was_training.items():
+            module.training = training
+    opponent_name = getattr(opp, "opponent_name", None)
+    for record in records:
+        record.opponent_name = opponent_name if isinstance(opponent_name, str) else None
+    records.sort(key=lambda r: r.game_id)
+    seconds = time.perf_counter() - started
+    stats = summarise(records)
+    stats["seconds"] = seconds
+    stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
+    stats.update(stepper.search_stats())
+    return records, stats
+
+
+def _play(cfg: PlayConfig, stepper: _Step[Any], next_game: Any, records: list[Record], against: bool) -> None:
+    """The loop of :func:`play_games`: finish, refill and move the batch until no game is left."""
+    game = cfg.game
+    slots: list[_Game[Any]] = []
+    while True:
+        live: list[_Game[Any]] = []
+        for g in slots:
+            while not g.searching and _finished(game, g, cfg):
+                records.append(g.record(cfg, against))
+                if (g := next_game()) is None:
+                    break
+            else:
+                live.append(g)
+        while len(live) < cfg.batch_size and (new := next_game()) is not None:
+            live.append(new)
+        slots = live
+        if not slots:
+            return
+        moved = stepper.move([g for g in slots if not g.searching])
+        heartbeat(max(moved, 1))  # in a worker: progress for stall detection, and cancellation
+        stepper.step_searches()
+
+
+def _finished(game: Game[Any], g: _Game[Any], cfg: PlayConfig) -> bool:
+    return len(g.actions) >= cfg.max_plies or game.status(g.state).value is not None

@@ -1,0 +1,167 @@
+"""The game protocol: what a two-player board game supplies to be played, searched, trained,
+evaluated and shown by asp.
+
+A game is one class that implements :class:`Game`. It grows from the search's
+:class:`~asp.search.SearchGame` (``status``, ``actions``, ``apply``), replacing ``evaluate``
+by ``encode`` and ``network``: the network is the game's, and asp calls it. The rest is
+notation (text in, text out) and the optional extras: symmetries for data augmentation and
+the simple movers the game knows.
+
+Rules of the protocol, which asp relies on:
+
+* States are values: :meth:`Game.apply` returns a new state and never changes its argument.
+* Players alternate: :meth:`Game.to_move` is 0 for the first player, 1 for the second.
+* :meth:`Game.status` decides the end: its ``value`` is the result for the side to move once
+  the game is over (-1 lost, 0 drawn, +1 won), None while it goes on. Its ``winning``
+  actions win at once, so that the search plays them without searching.
+* Actions are ints in ``range(action_size)``: the index of the action's logit in the
+  network's policy row.
+* The network is built by :meth:`Game.network` and must keep its config as ``net.cfg``:
+  a worker process rebuilds it as ``type(net)(net.cfg)`` and loads the weights into it
+  (``cfg`` None: ``type(net)()``). A network that this rebuild would change is refused
+  before any worker starts.
+* The game object itself travels to the worker processes inside the play config: its class
+  must be importable by module and name (defined at a module's top level), and it should be
+  small (rules and settings, no network).
+
+>>> from asp.connect4 import ConnectFour
+>>> game = ConnectFour()
+>>> state = game.apply(game.start(), 3)
+>>> game.to_move(state), list(game.actions(state))
+(1, [0, 1, 2, 3, 4, 5, 6])
+>>> game.state_text(state), game.action_text(state, 0)
+('4', '1')
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import torch
+from torch import nn
+
+from asp.search import Status
+
+__all__ = ["Game", "Mover", "State", "Symmetry"]
+
+State = TypeVar("State")
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """A symmetry of the board: it maps the encoding of a position to the encoding of its
+    image, and every action to the image's action, so that a sample of training data counts
+    as several (the left-right mirror of Connect Four, the eight of tic-tac-toe).
+
+    ``actions[a]`` is the image of action ``a``: a permutation of ``range(action_size)``.
+    """
+
+    name: str
+    """What it is, for logs: ``mirror``, ``rotate90``..."""
+    features: Callable[[torch.Tensor], torch.Tensor]
+    """Maps a batch of encoded positions, ``(B, ...)`` as :meth:`Game.encode` returns them, to
+    the encodings of their images. A function at a module's top level (it is pickled)."""
+    actions: tuple[int, ...]
+    """The image of every action."""
+
+
+@runtime_checkable
+class Mover(Protocol):
+    """A player that chooses its moves from the rules alone (a uniformly random mover, a
+    one-ply win/block mover): an opponent for evaluation that needs no network.
+
+    asp passes opponents to the worker processes as networks: a mover is an
+    :class:`torch.nn.Module` without weights whose ``cfg`` is None, so that it is rebuilt as
+    ``type(mover)()``.
+    """
+
+    opponent_name: str
+    """Who it is: the records' ``opponent_name`` (``random``, ``winblock``)."""
+
+    def choose(self, game: Game[Any], state: Any, rng: random.Random) -> int:
+        """A legal action of ``state`` (a position where the game goes on); ``rng`` is the
+        game's own random stream."""
+        ...
+
+
+class Game(Protocol[State]):
+    """A two-player, alternating, zero-sum board game, as asp plays, searches, trains,
+    evaluates and shows it. See the module's docstring for the rules of the protocol."""
+
+    name: str
+    """The game's short name (``connect4``): written in a run's config and checkpoint."""
+
+    action_size: int
+    """The number of actions: the width of the network's policy row."""
+
+    def start(self) -> State:
+        """The position every game starts from (where no opening is given)."""
+        ...
+
+    def to_move(self, state: State) -> int:
+        """Who moves at ``state``: 0 the first player, 1 the second."""
+        ...
+
+    def status(self, state: State) -> Status:
+        """Whether the game is decided at ``state`` (:class:`~asp.search.Status`): its value
+        for the side to move once it is over, and the actions that win at once."""
+        ...
+
+    def actions(self, state: State) -> Sequence[int]:
+        """The legal actions of ``state``, a position where the game goes on (not empty)."""
+        ...
+
+    def apply(self, state: State, action: int) -> State:
+        """The state after ``action``, a new object."""
+        ...
+
+    def encode(self, states: Sequence[State]) -> torch.Tensor:
+        """The network's input for ``states``, from the side to move's view: one row per
+        state, on the CPU, in one call."""
+        ...
+
+    def network(self, cfg: Any = None) -> nn.Module:
+        """A new network, from ``cfg`` (None: the game's default). It maps a batch of
+        :meth:`encode` rows to ``(logits, value)``: logits of shape ``(B, action_size)`` and
+        a value in [-1, 1] for the side to move, of shape ``(B,)``; it keeps its config as
+        ``.cfg`` (see the module's docstring)."""
+        ...
+
+    def action_text(self, state: State, action: int) -> str:
+        """``action`` at ``state`` in the game's notation (Connect Four: its column, 1-7)."""
+        ...
+
+    def parse_action(self, state: State, text: str) -> int:
+        """The legal action that ``text`` names at ``state``.
+
+        :raises ValueError: ``text`` names no legal action there (the message says why).
+        """
+        ...
+
+    def state_text(self, state: State) -> str:
+        """``state`` in the game's one-line notation (Connect Four: the columns played from
+        the empty board), which :meth:`parse_state` reads back."""
+        ...
+
+    def parse_state(self, text: str) -> State:
+        """The position that ``text`` writes in the game's notation.
+
+        :raises ValueError: ``text`` is no position of the game (the message says why).
+        """
+        ...
+
+    def show(self, state: State) -> str:
+        """``state`` as a text board for people, several lines."""
+        ...
+
+    def symmetries(self) -> Sequence[Symmetry]:
+        """The board's symmetries other than the identity, for data augmentation; may be empty."""
+        ...
+
+    def movers(self) -> Mapping[str, Mover]:
+        """The simple movers the game knows, by name: at least ``random``; often a one-ply
+        heuristic too (``winblock``), the evaluation's second opponent."""
+        ...

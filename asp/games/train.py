@@ -1,0 +1,283 @@
+"""The trainer of any :class:`~asp.games.Game`, from its records, as AlphaZero-style systems learn:
+
+* the policy by cross-entropy to each ply's policy target over the legal actions: the
+  search's improved policy (or, for a ply played without search, the action played);
+* the value by mean squared error to the game's result from the mover's side (1 won, 0
+  drawn, -1 lost);
+* over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
+  (iterations), each keeping the model version that played it;
+* each sample seen through a symmetry of the board drawn at random (:meth:`Game.symmetries`,
+  the identity included), so that one game teaches every image of its positions.
+
+>>> from asp.connect4 import ConnectFour
+>>> from asp.games.play import PlayConfig, play_games
+>>> from asp.search import SearchConfig
+>>> game = ConnectFour()
+>>> model = game.network()
+>>> records, _ = play_games(model, None, PlayConfig(game, n_games=2, max_plies=6, search=SearchConfig(4)))
+>>> metrics = Trainer(model, game, TrainConfig(device="cpu")).train(records)
+>>> metrics["train/samples"], metrics["train/steps"]
+(12, 1)
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from asp.checks import check_bool, check_int, check_number
+from asp.errors import ConfigError
+from asp.games.protocol import Game
+from asp.games.records import Record
+
+__all__ = ["TrainConfig", "TrainSamples", "Trainer", "make_samples"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of :class:`Trainer`. Invalid values raise ConfigError."""
+
+    lr: float = 2e-3
+    """AdamW learning rate (0 < lr <= 1)."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay (0 to 1)."""
+    batch_size: int = 256
+    """Samples per gradient step (1 to 65536)."""
+    epochs: int = 1
+    """Passes over the replay window at each :meth:`Trainer.train` call (1 to 100)."""
+    value_coef: float = 1.0
+    """Weight of the value loss (0 to 100)."""
+    max_grad_norm: float = 1.0
+    """Gradients are clipped to this global norm (0 < x <= 1000)."""
+    replay: int = 4
+    """Calls of :meth:`Trainer.train` whose samples are trained on at each call: this call's
+    and those of the ``replay - 1`` before (1 to 64)."""
+    symmetries: bool = True
+    """See each sample through a symmetry of the board drawn at random (the game's, and the
+    identity)."""
+    device: str = "auto"
+    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
+    seed: int = 0
+    """Seed of the minibatch shuffling and the symmetries drawn (0 to 2**63 - 1)."""
+
+    def __post_init__(self) -> None:
+        for name, low, high, open_low in (
+            ("lr", 0.0, 1.0, True),
+            ("weight_decay", 0.0, 1.0, False),
+            ("value_coef", 0.0, 100.0, False),
+            ("max_grad_norm", 0.0, 1000.0, True),
+        ):
+            check_number(f"TrainConfig.{name}", getattr(self, name), low, high, open_low=open_low)
+        for name, first, last in (
+            ("batch_size", 1, 65536),
+            ("epochs", 1, 100),
+            ("replay", 1, 64),
+            ("seed", 0, 2**63 - 1),
+        ):
+            check_int(f"TrainConfig.{name}", getattr(self, name), first, last)
+        check_bool("TrainConfig.symmetries", self.symmetries)
+        if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
+            raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+
+
+@dataclass
+class TrainSamples:
+    """Training samples of many games, as tensors on the CPU."""
+
+    features: torch.Tensor
+    """(N, ...) encoded positions."""
+    legal_flat: torch.Tensor
+    """(sum of legal actions,) int64: every sample's legal actions, in order."""
+    legal_start: torch.Tensor
+    """(N + 1,) int64: sample i's legal actions are ``legal_flat[legal_start[i]:legal_start[i + 1]]``."""
+    targets: torch.Tensor
+    """(sum of legal actions,) float32 beside ``legal_flat``: the policy target."""
+    z: torch.Tensor
+    """(N,) the game's result from the mover's side: 1 won, 0 drawn, -1 lost."""
+    versions: torch.Tensor
+    """(N,) int64: the model version that played each sample."""
+
+    def __len__(self) -> int:
+        return len(self.z)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """The samples as a dict of tensors (for a checkpoint); ``TrainSamples(**state)`` reads it back."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def make_samples(records: Sequence[Record]) -> TrainSamples:
+    """Every ply the model played in ``records``, read from their :class:`~asp.games.Samples`.
+
+    :raises ValueError: a record has no samples (played with ``PlayConfig.samples=False``).
+    """
+    if any(r.samples is None for r in records):
+        raise ValueError("make_samples: every record needs its samples (play with PlayConfig.samples=True)")
+    data = [r.samples for r in records if r.samples is not None]
+    z: list[float] = []
+    versions: list[int] = []
+    for record, part in zip(records, data, strict=True):
+        first_z = 2.0 * record.result - 1.0
+        z += [-first_z if mover else first_z for mover in part.movers.tolist()]
+        versions += [record.model_version] * len(part.plies)
+    features = [d.features for d in data if len(d.plies)]
+    counts = torch.from_numpy(np.concatenate([d.legal_counts for d in data] or [np.zeros(0)]).astype(np.int64))
+    start = torch.zeros(len(counts) + 1, dtype=torch.int64)
+    torch.cumsum(counts, 0, out=start[1:])
+    return TrainSamples(
+        features=torch.from_numpy(np.concatenate(features)) if features else torch.zeros(0, 0),
+        legal_flat=torch.from_numpy(np.concatenate([d.legal for d in data] or [np.zeros(0)]).astype(np.int64)),
+        legal_start=start,
+        targets=torch.from_numpy(np.concatenate([d.policy for d in data] or [np.zeros(0)]).astype(np.float32)),
+        z=torch.tensor(z, dtype=torch.float32),
+        versions=torch.tensor(versions, dtype=torch.int64),
+    )
+
+
+def _concat(parts: Sequence[TrainSamples]) -> TrainSamples:
+    if len(parts) == 1:
+        return parts[0]
+    counts = torch.cat([p.legal_start[1:] - p.legal_start[:-1] for p in parts])
+    start = torch.zeros(len(counts) + 1, dtype=torch.int64)
+    torch.cumsum(counts, 0, out=start[1:])
+    return TrainSamples(
+        features=torch.cat([p.features for p in parts if len(p)]),
+        legal_flat=torch.cat([p.legal_flat for p in parts]),
+        legal_start=start,
+        targets=torch.cat([p.targets for p in parts]),
+        z=torch.cat([p.z for p in parts]),
+        versions=torch.cat([p.versions for p in parts]),
+    )
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    """``auto``: CUDA when available, else CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """Trains ``model``, a network of ``game``, from the records of its games."""
+
+    def __init__(self, model: nn.Module, game: Game[Any], cfg: TrainConfig | None = None) -> None:
+        self.cfg = cfg if cfg is not None else TrainConfig()
+        self.game = game
+        self.device = pick_device(self.cfg.device)
+        self.model = model.to(self.device)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        self.rng = random.Random(self.cfg.seed)
+        self.steps = 0
+        self.window: deque[TrainSamples] = deque(maxlen=self.cfg.replay)
+        """The samples of the last ``replay`` calls of :meth:`train`."""
+        self._symmetries = list(game.symmetries()) if self.cfg.symmetries else []
+        self._inverse = [torch.tensor(_inverse(s.actions)) for s in self._symmetries]
+
+    def window_state(self) -> list[dict[str, torch.Tensor]]:
+        """The samples of the replay window that the next :meth:`train` call keeps (the newest
+        ``replay - 1`` calls'), for a checkpoint; :meth:`load_window` reads them back."""
+        kept = list(self.window)[len(self.window) - self.cfg.replay + 1 :] if self.cfg.replay > 1 else []
+        return [part.state() for part in kept]
+
+    def load_window(self, parts: Sequence[dict[str, torch.Tensor]]) -> None:
+        """Put back a replay window that :meth:`window_state` gave (the window is emptied first)."""
+        self.window.clear()
+        for part in parts:
+            self.window.append(TrainSamples(**part))
+
+    def train(self, records: Sequence[Record]) -> dict[str, Any]:
+        """Learn from ``records``; return metrics averaged over the gradient steps."""
+        started = time.perf_counter()
+        fresh = make_samples(records)
+        self.window.append(fresh)
+        samples = _concat(list(self.window))
+        totals: dict[str, float] = {}
+        steps = 0
+        if len(samples):
+            self.model.train()
+            order = list(range(len(samples)))
+            for _ in range(self.cfg.epochs):
+                self.rng.shuffle(order)
+                for start in range(0, len(order), self.cfg.batch_size):
+                    for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
+                        totals[key] = totals.get(key, 0.0) + value
+                    steps += 1
+            self.model.eval()
+        self.steps += steps
+        metrics: dict[str, Any] = {key: value / steps for key, value in totals.items()}
+        newest = int(samples.versions.max()) if len(samples) else 0
+        metrics.update({
+            "train/samples": len(fresh),
+            "train/replay_samples": len(samples),
+            "train/staleness_mean": float((newest - samples.versions).float().mean()) if len(samples) else 0.0,
+            "train/steps": steps,
+            "train/seconds": time.perf_counter() - started,
+        })  # fmt: skip
+        return metrics
+
+    def _batch(self, samples: TrainSamples, rows: list[int]) -> tuple[torch.Tensor, ...]:
+        """The rows' features, dense policy targets, legal masks and results, each seen
+        through a symmetry drawn at random."""
+        index = torch.tensor(rows)
+        first = samples.legal_start[index]
+        counts = samples.legal_start[index + 1] - first
+        rank = torch.arange(int(counts.max()))
+        valid = rank < counts.unsqueeze(1)
+        position = torch.where(valid, first.unsqueeze(1) + rank, 0)
+        actions = torch.where(valid, samples.legal_flat[position], 0)
+        size = (len(rows), self.game.action_size)
+        target = torch.zeros(size).scatter_add_(1, actions, torch.where(valid, samples.targets[position], 0.0))
+        legal = torch.zeros(size).scatter_add_(1, actions, valid.float()) > 0
+        features = samples.features[index]
+        if self._symmetries:
+            drawn = torch.tensor([self.rng.randrange(len(self._symmetries) + 1) for _ in rows])
+            features = features.clone()
+            for k, symmetry in enumerate(self._symmetries, 1):
+                chosen = drawn == k
+                if chosen.any():
+                    inverse = self._inverse[k - 1]
+                    features[chosen] = symmetry.features(features[chosen])
+                    target[chosen] = target[chosen][:, inverse]
+                    legal[chosen] = legal[chosen][:, inverse]
+        return features, target, legal, samples.z[index]
+
+    def _step(self, samples: TrainSamples, rows: list[int]) -> dict[str, float]:
+        """One step toward the policy targets (cross-entropy) and the results (MSE)."""
+        device = self.device
+        features, target, legal, z = (t.to(device) for t in self._batch(samples, rows))
+        target = target / target.sum(dim=1, keepdim=True).clamp(min=1e-8)
+        logits, value = self.model(features)
+        logp = torch.log_softmax(logits.float().masked_fill(~legal, -torch.inf), dim=1).masked_fill(~legal, 0.0)
+        policy_loss = -(target * logp).sum(dim=1).mean()
+        value_loss = torch.mean((value.float() - z) ** 2)
+        loss = policy_loss + self.cfg.value_coef * value_loss
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        self.optimizer.step()
+        entropy = -(logp.exp() * logp).sum(dim=1).mean()
+        target_entropy = -(target * target.clamp(min=1e-12).log()).sum(dim=1).mean()
+        figures = {
+            "loss/total": loss,
+            "loss/policy": policy_loss,
+            "loss/value": value_loss,
+            "loss/entropy": entropy,
+            "train/target_entropy": target_entropy,
+            "train/grad_norm": grad_norm,
+        }
+        return {key: float(value.detach()) for key, value in figures.items()}
+
+
+def _inverse(permutation: Sequence[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for a, image in enumerate(permutation):
+        inverse[image] = a
+    return inverse

@@ -1,0 +1,157 @@
+"""Batched play of any game (asp.games.play): legal, reproducible games with sane records and
+samples, against itself, a network or a mover, with or without search, in this process and
+in worker processes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from asp import SelfPlay
+from asp.connect4 import ConnectFour, WinBlockMover
+from asp.connect4 import rules
+from asp.errors import ConfigError
+from asp.games import MODEL, OPPONENT, PlayConfig, RandomMover, Record, play_games
+from asp.search import SearchConfig
+
+GAME = ConnectFour()
+
+
+def replay(record: Record) -> rules.Board:
+    """The final position of ``record``, checking every move was legal on the way."""
+    board = GAME.parse_state(record.start)
+    for action, move in zip(record.actions, record.moves, strict=True):
+        assert action in rules.legal_columns(board)
+        assert move == str(action + 1)
+        board = rules.play(board, action)
+    return board
+
+
+def fresh_net(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return GAME.network()
+
+
+@pytest.mark.parametrize("search", [None, SearchConfig(8, 7)], ids=["policy", "search"])
+def test_self_play_games_are_legal_and_end_as_the_rules_say(search: SearchConfig | None) -> None:
+    records, stats = play_games(fresh_net(), None, PlayConfig(GAME, n_games=12, batch_size=5, search=search))
+    assert [r.game_id for r in records] == list(range(12)) and stats["games"] == 12
+    for record in records:
+        board = replay(record)
+        assert record.first == record.second == MODEL and record.model_score() is None
+        assert record.termination == "rules"
+        if rules.won(board):  # the last mover won: the first player's points say who that was
+            assert record.result == (1.0 if len(record.actions) % 2 == 1 else 0.0)
+        else:
+            assert rules.is_over(board) and record.result == 0.5
+    assert stats["plies"] == sum(len(r.actions) for r in records)
+    if search is not None:
+        assert stats["search/evaluations"] > 0 and stats["search/boards"] >= stats["search/evaluations"]
+
+
+@pytest.mark.parametrize("search", [None, SearchConfig(8, 7)], ids=["policy", "search"])
+def test_samples_hold_every_ply_of_the_model_with_a_policy_target_over_its_legal_actions(
+    search: SearchConfig | None,
+) -> None:
+    (record,) = play_games(fresh_net(), None, PlayConfig(GAME, n_games=1, search=search))[0]
+    samples = record.samples
+    assert samples is not None
+    plies = len(record.actions)
+    assert samples.plies.tolist() == list(range(plies))
+    assert samples.movers.tolist() == [p % 2 for p in range(plies)]
+    board = GAME.start()
+    start = 0
+    for ply, action in enumerate(record.actions):
+        count = int(samples.legal_counts[ply])
+        legal = samples.legal[start : start + count].tolist()
+        policy = samples.policy[start : start + count]
+        assert legal == rules.legal_columns(board)
+        assert torch.equal(torch.from_numpy(samples.features[ply]), GAME.encode([board])[0])
+        assert policy.sum() == pytest.approx(1.0, abs=1e-5)
+        if search is None:  # the target is the action played
+            assert policy[legal.index(action)] == 1.0
+        start += count
+        board = rules.play(board, action)
+    assert start == len(samples.legal)
+
+
+def test_a_game_is_the_same_whatever_the_batch_or_the_call_that_plays_it() -> None:
+    net = fresh_net()
+    cfg = PlayConfig(GAME, n_games=10, seed=7, search=SearchConfig(6, 7))
+    whole, _ = play_games(net, None, cfg)
+    parts = [
+        play_games(net, None, dataclasses.replace(cfg, first_game=first, n_games=n, batch_size=batch))[0]
+        for first, n, batch in ((0, 3, 1), (3, 7, 4))
+    ]
+    assert [r.actions for r in whole] == [r.actions for part in parts for r in part]
+
+
+def test_against_an_opponent_the_model_moves_first_in_even_games_and_is_scored() -> None:
+    cfg = PlayConfig(GAME, n_games=20, temperature=0, samples=False, search=SearchConfig(16, 7, gumbel_scale=0))
+    records, stats = play_games(fresh_net(), RandomMover(), cfg)
+    for record in records:
+        assert (record.first, record.second) == ((MODEL, OPPONENT) if record.game_id % 2 == 0 else (OPPONENT, MODEL))
+        assert record.opponent_name == "random" and record.opponent_version == 0 and record.samples is None
+        replay(record)
+    assert stats["score"] == pytest.approx(np.mean([r.model_score() for r in records]))
+    assert stats["score"] > 0.8  # a search that sees immediate wins beats a random mover
+
+
+def test_the_win_block_mover_wins_and_blocks_at_once() -> None:
+    mover = WinBlockMover()
+    import random
+
+    rng = random.Random(0)
+    assert mover.choose(GAME, GAME.parse_state("445566"), rng) in (2, 6)  # wins, either side
+    assert mover.choose(GAME, GAME.parse_state("4455661"), rng) in (2, 6)  # blocks one side at least
+    assert mover.choose(GAME, GAME.parse_state("1212"), rng) == 0  # blocks the column
+
+
+def test_a_game_cut_at_max_plies_is_a_draw() -> None:
+    records, stats = play_games(fresh_net(), None, PlayConfig(GAME, n_games=3, max_plies=5))
+    assert [len(r.actions) for r in records] == [5, 5, 5]
+    assert {r.termination for r in records} == {"max_plies"} and {r.result for r in records} == {0.5}
+
+
+def test_games_start_from_the_openings_given() -> None:
+    records, _ = play_games(fresh_net(), None, PlayConfig(GAME, n_games=4, openings=("44", "1234")))
+    assert [r.start for r in records] == ["44", "1234", "44", "1234"]
+    for record in records:
+        board = replay(record)
+        assert rules.to_columns(board).startswith(record.start)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("n_games", -1, "PlayConfig.n_games must be an int in 0..1000000000, got -1"),
+        ("batch_size", 0, "PlayConfig.batch_size must be an int in 1..4096, got 0"),
+        ("temperature", -1.0, "PlayConfig.temperature"),
+        ("search", 8, "PlayConfig.search must be a SearchConfig or None, got 8"),
+        ("openings", ("48",), "PlayConfig.openings[0]: move 2: '8' is not a column 1-7"),
+        ("openings", ("4455667",), "PlayConfig.openings[0]: '4455667' is a finished game"),
+        ("game", "connect4", "PlayConfig.game must be a Game (asp.games.Game), got 'connect4'"),
+    ],
+)
+def test_a_bad_field_is_refused_by_name(field: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        PlayConfig(**{"game": GAME, field: value})  # type: ignore[arg-type]
+    assert message in str(raised.value)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+@pytest.mark.asyncio
+async def test_worker_processes_play_the_games_this_process_plays() -> None:
+    """The game travels to the workers in the config; the records come back the same."""
+    net = fresh_net()
+    cfg = PlayConfig(GAME, n_games=16, seed=3, search=SearchConfig(6, 7), samples=False)
+    here, _ = play_games(net, WinBlockMover(), cfg)
+    async with SelfPlay(workers=2) as selfplay:
+        there, stats = await selfplay.play(net, WinBlockMover(), cfg)
+    assert [r.actions for r in there] == [r.actions for r in here]
+    assert [r.result for r in there] == [r.result for r in here]
+    assert stats["games"] == 16 and {r.opponent_name for r in there} == {"winblock"}

@@ -1,0 +1,126 @@
+"""The trainer of any game (asp.games.train): the targets it reads from records, the
+symmetries it applies, its replay window, and that it learns."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+from asp.connect4 import ConnectFour
+from asp.connect4.game import mirror_features
+from asp.errors import ConfigError
+from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
+from asp.games.train import make_samples
+from asp.search import SearchConfig
+
+GAME = ConnectFour()
+
+
+def self_play(n: int, *, seed: int = 0, search: int = 4) -> list[Record]:
+    torch.manual_seed(seed)
+    return play_games(GAME.network(), None, PlayConfig(GAME, n_games=n, seed=seed, search=SearchConfig(search, 7)))[0]
+
+
+def test_each_ply_learns_the_result_from_its_movers_side() -> None:
+    records = self_play(6)
+    samples = make_samples(records)
+    start = 0
+    for record in records:
+        plies = len(record.actions)
+        z = samples.z[start : start + plies].tolist()
+        first = 2 * record.result - 1
+        assert z == [first if ply % 2 == 0 else -first for ply in range(plies)]
+        start += plies
+    assert len(samples) == start
+    assert samples.versions.tolist() == [0] * start
+
+
+def test_records_without_samples_are_refused() -> None:
+    torch.manual_seed(0)
+    records, _ = play_games(GAME.network(), None, PlayConfig(GAME, n_games=1, samples=False))
+    with pytest.raises(ValueError, match="PlayConfig.samples=True"):
+        make_samples(records)
+
+
+class _Always:
+    """A random stream whose randrange always draws ``k``: the trainer's choice of symmetry."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def randrange(self, n: int) -> int:
+        return self.k
+
+    def shuffle(self, order: list[int]) -> None:
+        pass
+
+
+def test_a_sample_seen_through_the_mirror_has_the_mirrored_position_and_target() -> None:
+    records = self_play(2, search=8)
+    samples = make_samples(records)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu"))
+    rows = list(range(len(samples)))
+    trainer.rng = _Always(0)  # type: ignore[assignment]
+    plain = trainer._batch(samples, rows)
+    trainer.rng = _Always(1)  # type: ignore[assignment]
+    mirrored = trainer._batch(samples, rows)
+    assert torch.equal(mirrored[0], mirror_features(plain[0]))
+    assert torch.equal(mirrored[1], plain[1].flip(1)) and torch.equal(mirrored[2], plain[2].flip(1))
+    assert torch.equal(mirrored[3], plain[3])
+    # the image of a position is a position of the game, encoded as the game encodes it
+    board = GAME.parse_state("1122")
+    image = GAME.parse_state("7766")
+    assert torch.equal(mirror_features(GAME.encode([board])), GAME.encode([image]))
+
+
+def test_the_replay_window_keeps_the_last_calls_and_comes_back_from_its_state() -> None:
+    calls = [self_play(3, seed=s) for s in range(3)]
+    cfg = TrainConfig(device="cpu", replay=2)
+    torch.manual_seed(0)
+    trainer = Trainer(GAME.network(), GAME, cfg)
+    sizes = [len(make_samples(records)) for records in calls]
+    seen = [trainer.train(records)["train/replay_samples"] for records in calls[:2]]
+    assert seen == [sizes[0], sizes[0] + sizes[1]]
+    state = trainer.window_state()
+    again = Trainer(GAME.network(), GAME, cfg)
+    again.load_window(state)
+    assert trainer.train(calls[2])["train/replay_samples"] == sizes[1] + sizes[2]
+    assert again.train(calls[2])["train/replay_samples"] == sizes[1] + sizes[2]
+
+
+def test_training_fits_the_policy_targets_and_results_it_is_given() -> None:
+    records = self_play(16, search=8)
+    torch.manual_seed(1)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", replay=1, symmetries=False))
+    first = trainer.train(records)
+    for _ in range(30):
+        last = trainer.train(records)
+    assert all(math.isfinite(v) for k, v in last.items() if k.startswith("loss/"))
+    assert last["loss/policy"] < first["loss/policy"] and last["loss/value"] < first["loss/value"] / 2
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("lr", 0.0, "TrainConfig.lr"),
+        ("replay", 0, "TrainConfig.replay must be an int in 1..64, got 0"),
+        ("symmetries", 1, "TrainConfig.symmetries"),
+        ("device", "tpu", "TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
+    ],
+)
+def test_a_bad_setting_is_refused_by_name(field: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        TrainConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_symmetries_are_drawn_per_sample() -> None:
+    records = self_play(4, search=8)
+    samples = make_samples(records)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu"))
+    trainer.rng = random.Random(0)
+    features = trainer._batch(samples, list(range(len(samples))))[0]
+    mirrored = [not torch.equal(f, g) for f, g in zip(features, samples.features, strict=True)]
+    assert 0 < sum(mirrored) < len(mirrored)
