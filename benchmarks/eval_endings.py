@@ -30,8 +30,8 @@ import chess
 import torch
 
 from asp.app.checkpoint import model_from_checkpoint, run_config_of
-from asp.app.run_config import RunConfig
 from asp.app.chess_matches import endings
+from asp.app.run_config import RunConfig
 from asp.tinychess import MODEL, GameRecord, PlayConfig, play_games
 from asp.tinychess.mates import mating_moves
 from asp.tinychess.opponents import RandomMover

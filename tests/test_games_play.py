@@ -11,8 +11,7 @@ import pytest
 import torch
 
 from asp import SelfPlay
-from asp.connect4 import ConnectFour, WinBlockMover
-from asp.connect4 import rules
+from asp.connect4 import ConnectFour, WinBlockMover, rules
 from asp.errors import ConfigError
 from asp.games import MODEL, OPPONENT, PlayConfig, RandomMover, Record, play_games
 from asp.search import SearchConfig

@@ -24,7 +24,6 @@ the network between batch sizes).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import time
@@ -42,7 +41,7 @@ from asp.games.network_search import NetworkSearch
 from asp.games.protocol import Game, Mover, State
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
-from asp.search import SearchConfig, Searches, SearchResult
+from asp.search import SearchConfig, Searches
 
 __all__ = ["PlayConfig", "play_games"]
 
