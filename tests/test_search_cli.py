@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from asp.app.cli import _how_it_plays
+from asp.app.cli import how_it_plays
 from asp.app.run_config import RunConfig
 from asp.search import SearchConfig
 
@@ -89,22 +89,22 @@ def options(**given: object) -> argparse.Namespace:
 
 def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() -> None:
     state = {"config": RunConfig(search=12, search_considered=8, eval_search=None).to_dict()}
-    assert _how_it_plays(options(), state, sampling=False) == (SearchConfig(12, 8, gumbel_scale=0.0), True)
-    assert _how_it_plays(options(), state, sampling=True)[0] == SearchConfig(12, 8, gumbel_scale=1.0)
-    assert _how_it_plays(options(search=3), state, sampling=False)[0] == SearchConfig(3, 8, gumbel_scale=0.0)
-    assert _how_it_plays(options(search=0), state, sampling=False) == (None, True)
-    assert _how_it_plays(options(policy_only=True), state, sampling=False) == (None, False)
+    assert how_it_plays(options(), state, sampling=False) == (SearchConfig(12, 8, gumbel_scale=0.0), True)
+    assert how_it_plays(options(), state, sampling=True)[0] == SearchConfig(12, 8, gumbel_scale=1.0)
+    assert how_it_plays(options(search=3), state, sampling=False)[0] == SearchConfig(3, 8, gumbel_scale=0.0)
+    assert how_it_plays(options(search=0), state, sampling=False) == (None, True)
+    assert how_it_plays(options(policy_only=True), state, sampling=False) == (None, False)
     older = RunConfig().to_dict()
     del older["search"], older["eval_search"]  # a run of an asp before search: its policy alone
-    assert _how_it_plays(options(), {"config": older}, sampling=False)[0] is None
+    assert how_it_plays(options(), {"config": older}, sampling=False)[0] is None
     older["search"] = 4  # a run of an asp before eval_search: evaluated as it played
-    assert _how_it_plays(options(), {"config": older}, sampling=False)[0] == SearchConfig(4, gumbel_scale=0.0)
+    assert how_it_plays(options(), {"config": older}, sampling=False)[0] == SearchConfig(4, gumbel_scale=0.0)
 
 
 def test_a_run_can_search_deeper_when_it_plays_to_win_than_in_self_play() -> None:
     state = {"config": RunConfig(search=4, eval_search=48).to_dict()}
-    assert _how_it_plays(options(), state, sampling=True)[0] == SearchConfig(4, gumbel_scale=1.0)  # self-play
-    assert _how_it_plays(options(), state, sampling=False)[0] == SearchConfig(48, gumbel_scale=0.0)
-    assert _how_it_plays(options(search=8), state, sampling=False)[0] == SearchConfig(8, gumbel_scale=0.0)
+    assert how_it_plays(options(), state, sampling=True)[0] == SearchConfig(4, gumbel_scale=1.0)  # self-play
+    assert how_it_plays(options(), state, sampling=False)[0] == SearchConfig(48, gumbel_scale=0.0)
+    assert how_it_plays(options(search=8), state, sampling=False)[0] == SearchConfig(8, gumbel_scale=0.0)
     assert RunConfig(search=4, eval_search=0).eval_cfg(0).search is None  # its policy alone in evaluations
     assert RunConfig(search=4, eval_search=48).play_cfg(0, 0).search == SearchConfig(4)

@@ -4,7 +4,12 @@
 * ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
 * ``asp eval``: a checkpoint's score against a uniformly random mover, Stockfish or another
   checkpoint, with its Elo;
-* ``asp show``: a position of a game in a PGN file as an SVG board (last move, check).
+* ``asp show``: a position of a recorded game as an SVG board (TinyChess: of a PGN file);
+* ``asp moves``: the move a checkpoint plays in each position of a file.
+
+Every command takes the runs of every game: ``asp train --game connect4`` (or ``MODULE:ATTR``,
+a game of the user's) trains another game than TinyChess, and the other commands read the
+game from the run.
 
 >>> import tempfile
 >>> out = tempfile.mkdtemp() + "/games.pgn"
@@ -109,33 +114,44 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
     train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
 
-    play = sub.add_parser("play", help="play games with TinyChess and write them as PGN")
+    play = sub.add_parser("play", help="play self-play games and write them (TinyChess: PGN; other games: JSON lines)")
     play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
+    play.add_argument(
+        "--game", help="the game of a fresh model: tinychess (default), connect4 or MODULE:ATTR (a checkpoint: its own)"
+    )
     play.add_argument("--games", type=int, default=64, help="games to play (default 64)")
-    play.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
+    play.add_argument(
+        "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
+    )
     play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model)")
-    play.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    play.add_argument("--temperature", type=float, help="sampling temperature (default 1)")
     play.add_argument("--search", type=int, help=SEARCH_HELP)
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
-    play.add_argument("--out", default="selfplay.pgn", help="PGN file to write (default selfplay.pgn)")
+    play.add_argument("--out", help="file to write (default selfplay.pgn; other games: selfplay.jsonl)")
 
-    ev = sub.add_parser("eval", help="score a checkpoint against a random mover, Stockfish or another checkpoint")
+    ev = sub.add_parser("eval", help="score a checkpoint against a mover, Stockfish or another checkpoint")
     ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
     ev.add_argument(
         "--vs",
         default="random",
-        metavar="random|greedy|stockfish|uci|RUN2",
+        metavar="random|greedy|stockfish|uci|MOVER|RUN2",
         help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
-        "any UCI engine (--engine PATH), or another checkpoint file or run directory (./random for a directory "
-        "of that name)",
+        "any UCI engine (--engine PATH), a mover of the run's game (Connect Four: winblock), or another "
+        "checkpoint file or run directory (./random for a directory of that name)",
     )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
-    ev.add_argument("--temperature", type=float, default=0.1, help="the model's sampling temperature (0: greedy)")
+    ev.add_argument(
+        "--temperature",
+        type=float,
+        help="the model's sampling temperature, 0: greedy (default: TinyChess 0.1, others 0)",
+    )
     ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
     ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games")
-    ev.add_argument("--max-plies", type=int, default=200, help="ply cap, adjudicated by material")
+    ev.add_argument(
+        "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
+    )
     ev.add_argument(
         "--workers", type=int, default=1, help="worker processes, each with its own engine (1: play in this process)"
     )
@@ -158,8 +174,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file")
 
-    show = sub.add_parser("show", help="draw a position of a PGN game as an SVG board")
-    show.add_argument("pgn", metavar="GAMES.pgn", help="PGN file (asp play, or games/iter-NNNN.pgn of a run)")
+    show = sub.add_parser("show", help="draw a position of a recorded game (a text board and an SVG picture)")
+    show.add_argument(
+        "pgn",
+        metavar="GAMES",
+        help="a PGN file (TinyChess: asp play, or games/iter-NNNN.pgn of a run), or the .jsonl games file of "
+        "another game",
+    )
     show.add_argument("--game", type=int, default=1, help="which game of the file, counting from 1 (default 1)")
     show.add_argument(
         "--ply", type=int, help="the position after K plies; 0 is the start position (default: the final position)"
@@ -171,34 +192,59 @@ def _parser() -> argparse.ArgumentParser:
         "one SVG per ply of the game, ply-000.svg, ply-001.svg, ...",
     )
 
-    for p in (train, play, ev, show):
+    moves = sub.add_parser("moves", help="the move a checkpoint plays in each position of a file")
+    moves.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
+    moves.add_argument(
+        "--positions",
+        required=True,
+        metavar="FILE",
+        help="one position a line in the game's notation (TinyChess: a FEN; Connect Four: the columns played, 1-7, "
+        "further fields ignored)",
+    )
+    moves.add_argument("--search", type=int, help=SEARCH_HELP)
+    moves.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
+
+    for p in (train, play, ev, show, moves):
         p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
         p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
     return parser
 
 
 def _play(args: argparse.Namespace) -> int:
-    from asp.app.checkpoint import model_from_checkpoint
+    from asp.app.checkpoint import model_from_checkpoint, new_model, run_config_of
+    from asp.app.game_commands import game_play
+    from asp.app.game_config import GameRunConfig
+    from asp.app.games import TINYCHESS
     from asp.app.pgn import write_pgn
     from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig, TinyChess
 
     _check_game_options(args)
-    check_output_file("--out", args.out)  # before any game is played
     version = 0
     state = None
     if args.checkpoint:
+        if args.game is not None:
+            raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
         model, state = model_from_checkpoint(args.checkpoint)
         version = state["version"]
+        run_cfg = run_config_of(state)
+        if isinstance(run_cfg, GameRunConfig):
+            return game_play(args, model, version, run_cfg)
+    elif (args.game or TINYCHESS) != TINYCHESS:
+        fresh = GameRunConfig(game=args.game)
+        torch.manual_seed(args.seed)
+        return game_play(args, new_model(fresh), 0, fresh)
     else:
         torch.manual_seed(args.seed)
         model = TinyChess()
-    search, mate_in_one = _how_it_plays(args, state, sampling=True)
+    args.out = args.out or "selfplay.pgn"
+    check_output_file("--out", args.out)  # before any game is played
+    search, mate_in_one = how_it_plays(args, state, sampling=True)
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
-        max_plies=args.max_plies,
-        temperature=args.temperature,
+        max_plies=200 if args.max_plies is None else args.max_plies,
+        temperature=1.0 if args.temperature is None else args.temperature,
         model_version=version,
         mate_in_one=mate_in_one,
         search=search,
@@ -224,16 +270,17 @@ def _check_game_options(args: argparse.Namespace) -> None:
 
     for name, low, high in _GAME_OPTIONS:
         value = getattr(args, name)
-        if not low <= value <= high:
+        if value is not None and not low <= value <= high:
             raise ConfigError(f"--{name.replace('_', '-')} must be in {low}..{high}, got {value}")
     if args.search is not None and not 0 <= args.search <= 10_000:
         raise ConfigError(f"--search must be in 0..10000 (simulations; 0: no search), got {args.search}")
     if args.search and args.policy_only:
         raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
-    check_play_field("temperature", args.temperature, name="--temperature")
+    if args.temperature is not None:
+        check_play_field("temperature", args.temperature, name="--temperature")
 
 
-def _how_it_plays(
+def how_it_plays(
     args: argparse.Namespace, state: dict[str, Any] | None, *, sampling: bool
 ) -> tuple[SearchConfig | None, bool]:
     """The search and the mate-in-one rule a checkpoint plays with: as its run was configured
@@ -281,8 +328,10 @@ def _checkpoint_name(path: str, version: int) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from asp.app.checkpoint import model_from_checkpoint
+    from asp.app.checkpoint import model_from_checkpoint, run_config_of
     from asp.app.evaluate import match_result_of
+    from asp.app.game_commands import game_eval
+    from asp.app.game_config import GameRunConfig
     from asp.app.pgn import write_pgn
     from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig
@@ -295,6 +344,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.pgn:
         check_output_file("--pgn", args.pgn)
     model, state = model_from_checkpoint(args.checkpoint)
+    run_cfg = run_config_of(state)
+    if isinstance(run_cfg, GameRunConfig):
+        return game_eval(args, model, state, run_cfg)
     opponent: torch.nn.Module
     opponent_version = 0
     opponent_search: SearchConfig | None = None
@@ -309,15 +361,15 @@ def _eval(args: argparse.Namespace) -> int:
     else:
         opponent, opponent_state = model_from_checkpoint(args.vs)
         opponent_version = opponent_state["version"]
-        opponent_search, _ = _how_it_plays(args, opponent_state, sampling=False)
+        opponent_search, _ = how_it_plays(args, opponent_state, sampling=False)
         name = _checkpoint_name(args.vs, opponent_version)
         described = f"{args.vs} (version {opponent_version})"
-    search, mate_in_one = _how_it_plays(args, state, sampling=False)
+    search, mate_in_one = how_it_plays(args, state, sampling=False)
     cfg = PlayConfig(
         n_games=args.games,
         seed=args.seed,
-        max_plies=args.max_plies,
-        temperature=args.temperature,
+        max_plies=200 if args.max_plies is None else args.max_plies,
+        temperature=0.1 if args.temperature is None else args.temperature,
         search=search,
         opponent_search=opponent_search,
         # The random mover samples uniformly at any temperature above 0; another checkpoint
@@ -347,7 +399,11 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from asp.app.game_commands import game_show
     from asp.app.show import write_boards
+
+    if args.pgn.endswith(".jsonl"):
+        return game_show(args)
 
     with writing(args.out):
         boards = write_boards(args.pgn, args.out, game=args.game, ply=args.ply)
@@ -368,6 +424,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _eval(args)
         if args.command == "show":
             return _show(args)
+        if args.command == "moves":
+            from asp.app.moves_command import moves_command
+
+            return moves_command(args)
     except AspError as e:
         print(f"asp {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,6 +11,7 @@ the game's movers, a JSON line a game).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Iterable
@@ -150,11 +151,12 @@ class GameRun:
         return line
 
     def games_writer(self) -> Any:
-        return write_records
+        return functools.partial(write_records, game=self.cfg.game)
 
 
-def write_records(records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Write plain records (:meth:`asp.games.Record.plain`) to ``path`` as JSON lines, atomically."""
+def write_records(records: Iterable[dict[str, Any]], path: str | os.PathLike[str], *, game: str) -> Path:
+    """Write plain records (:meth:`asp.games.Record.plain`) of ``game`` (its name or
+    ``MODULE:ATTR``, which ``asp show`` loads) to ``path`` as JSON lines, atomically."""
     target = Path(path)
-    write_text_atomic(target, "".join(json.dumps(record) + "\n" for record in records))
+    write_text_atomic(target, "".join(json.dumps({"game": game, **record}) + "\n" for record in records))
     return target

@@ -72,6 +72,11 @@ class PlayConfig:
     openings: tuple[str, ...] = ()
     """Positions to start from, in the game's notation: game ``i`` starts from
     ``openings[i % len(openings)]``; empty: :meth:`Game.start`."""
+    random_plies: int = 0
+    """The first plies of every game played uniformly at random (0 to 1000), from a stream
+    that games ``2k`` and ``2k + 1`` share: against an opponent, each such start is played
+    once with each colour. Varied starts for deterministic players (an evaluation between
+    two checkpoints); the record starts after them, and they are no samples."""
     model_version: int = 0
     """Version of the model's weights, copied into every record (0 to 2**63 - 1)."""
     opponent_version: int = 0
@@ -95,6 +100,7 @@ class PlayConfig:
             ("first_game", 0, _BIG),
             ("max_plies", 1, 100_000),
             ("batch_size", 1, 4096),
+            ("random_plies", 0, 1000),
             ("model_version", 0, _BIG),
             ("opponent_version", 0, _BIG),
         ):
@@ -135,7 +141,13 @@ class _Game(Generic[State]):
         self.game_id = game_id
         self.start = cfg.openings[game_id % len(cfg.openings)] if cfg.openings else ""
         self.state: State = game.parse_state(self.start) if self.start else game.start()
-        self.start = self.start or game.state_text(self.state)
+        opening = random.Random(f"asp:{cfg.seed}:opening:{game_id // 2}")
+        for _ in range(cfg.random_plies):
+            if game.status(self.state).value is not None:
+                break
+            actions = game.actions(self.state)
+            self.state = game.apply(self.state, actions[opening.randrange(len(actions))])
+        self.start = game.state_text(self.state) if cfg.random_plies or not self.start else self.start
         self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
         self.self_play = not against_opponent
         self.model_first = self.self_play or game_id % 2 == 0
@@ -236,7 +248,7 @@ class _Side:
     @staticmethod
     def of(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> list[_Side]:
         """The model's side, then the opponent's if there is one."""
-        sides = [_Side(model, True, cfg.temperature, cfg.search, None)]
+        sides = [_Side(model, True, cfg.temperature, cfg.search, model if isinstance(model, Mover) else None)]
         if opp is not None:
             temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
             mover = opp if isinstance(opp, Mover) else None
@@ -365,7 +377,10 @@ def _play(cfg: PlayConfig, stepper: _Step[Any], next_game: Any, records: list[Re
             else:
                 live.append(g)
         while len(live) < cfg.batch_size and (new := next_game()) is not None:
-            live.append(new)
+            if _finished(game, new, cfg):  # its random plies ended it
+                records.append(new.record(cfg, against))
+            else:
+                live.append(new)
         slots = live
         if not slots:
             return

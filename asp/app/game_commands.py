@@ -1,0 +1,182 @@
+"""``asp eval``, ``asp play`` and ``asp show`` for the runs of any game but TinyChess.
+
+The command line (:mod:`asp.app.cli`) sends a run here when its config names a game
+(:class:`~asp.app.game_config.GameRunConfig`); games are written one JSON object a line
+(:meth:`asp.games.Record.plain`, with the game's name), and ``asp show`` reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from asp.app.evaluate import match_result_of
+from asp.app.game_config import GameRunConfig
+from asp.app.games import load_game
+from asp.app.outputs import check_output_file, writing
+from asp.app.run_kinds import write_records
+from asp.atomic import write_text_atomic
+from asp.errors import ConfigError
+from asp.games import PlayConfig
+from asp.search import SearchConfig
+from asp.sync import play_games_parallel
+
+__all__ = ["game_eval", "game_play", "game_show", "play_search"]
+
+_CHESS_EVAL_OPTIONS = ("engine", "pgn")
+CHECKPOINT_RANDOM_PLIES = 2
+"""Random plies that start every game between two checkpoints (``PlayConfig.random_plies``):
+each start is played with both colours."""
+
+
+def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | None:
+    """The search a run's model plays to win with: as the run was configured, unless
+    ``--search N`` (0: none) or ``--policy-only`` says otherwise."""
+    if getattr(args, "policy_only", False):
+        return None
+    simulations = cfg.eval_search if args.search is None else args.search
+    return SearchConfig(simulations, cfg.search_considered, gumbel_scale=0.0) if simulations else None
+
+
+def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str, Any], cfg: GameRunConfig) -> int:
+    """``asp eval RUN`` of a game run: a match against one of the game's movers or another
+    checkpoint of the same game; prints the score with its Elo."""
+    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+
+    given = [o for o in _CHESS_EVAL_OPTIONS if getattr(args, o) is not None] + (["from_start"] * args.from_start)
+    if given:
+        raise ConfigError(f"--{given[0].replace('_', '-')} applies to TinyChess runs only, not to a {cfg.game} run")
+    game = load_game(cfg.game, option="the run's game")
+    movers = game.movers()
+    opponent_version, opponent_search = 0, None
+    if args.vs in movers:
+        opponent: torch.nn.Module = movers[args.vs]
+        described = f"the {args.vs} mover"
+    elif args.vs in ("greedy", "stockfish", "uci"):
+        raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
+    else:
+        opponent, opponent_state = model_from_checkpoint(args.vs)
+        other = run_config_of(opponent_state)
+        if not isinstance(other, GameRunConfig) or other.game != cfg.game:
+            raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
+        opponent_version = opponent_state["version"]
+        opponent_search = play_search(other, args)
+        described = f"{args.vs} (version {opponent_version})"
+    play_cfg = PlayConfig(
+        game,
+        n_games=args.games,
+        seed=args.seed,
+        max_plies=cfg.max_plies if args.max_plies is None else args.max_plies,
+        temperature=0.0 if args.temperature is None else args.temperature,
+        opponent_temperature=1.0 if args.vs in movers else None,
+        model_version=state["version"],
+        opponent_version=opponent_version,
+        search=play_search(cfg, args),
+        opponent_search=opponent_search,
+        # Two checkpoints that play to win would play the same two games over and over.
+        random_plies=0 if args.vs in movers else CHECKPOINT_RANDOM_PLIES,
+        samples=False,
+    )
+    records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
+    result = match_result_of(records)
+    print(f"{args.checkpoint} (version {state['version']}) against {described}: {result.describe()}")  # noqa: T201
+    return 0
+
+
+def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cfg: GameRunConfig) -> int:
+    """``asp play`` of a game: self-play games written as JSON lines to ``--out``."""
+    game = load_game(cfg.game)
+    out = args.out or "selfplay.jsonl"
+    check_output_file("--out", out)
+    search = None if args.search == 0 or args.policy_only else play_search(cfg, args)
+    if search is not None:  # self-play samples its moves: Gumbel noise at the root
+        search = SearchConfig(search.simulations, search.considered, gumbel_scale=1.0)
+    play_cfg = PlayConfig(
+        game,
+        n_games=args.games,
+        seed=args.seed,
+        max_plies=cfg.max_plies if args.max_plies is None else args.max_plies,
+        temperature=1.0 if args.temperature is None else args.temperature,
+        model_version=version,
+        search=search,
+        samples=False,
+    )
+    records, stats = play_games_parallel(model, None, play_cfg, workers=args.workers)
+    with writing(out):
+        write_records([r.plain() for r in records], out, game=cfg.game)
+    print(  # noqa: T201
+        f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
+        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); results {stats['results']}; wrote {out}"
+    )
+    return 0
+
+
+_LINE_LIMIT = 1 << 20
+"""The longest line ``asp show`` reads from a games file: a record is far shorter."""
+
+
+def read_record(path: Path, number: int) -> dict[str, Any]:
+    """The ``number``-th record (from 1) of a JSON-lines games file, read a bounded line at a time.
+
+    :raises ConfigError: no such file or record, or a line that is not a record of asp.
+    """
+    try:
+        with path.open("rb") as f:
+            for count in range(1, number + 1):
+                line = f.readline(_LINE_LIMIT)
+                if not line:
+                    raise ConfigError(f"{path}: holds {count - 1} games, not {number}")
+                if len(line) >= _LINE_LIMIT and not line.endswith(b"\n"):
+                    raise ConfigError(f"{path}: line {count} is over {_LINE_LIMIT} bytes: not an asp games file")
+    except FileNotFoundError:
+        raise ConfigError(f"GAMES: no such file: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"GAMES: {path} is a directory") from None
+    try:
+        record = json.loads(line)
+    except (UnicodeDecodeError, ValueError):
+        raise ConfigError(f"{path}: line {number} is not JSON: not an asp games file") from None
+    if not isinstance(record, dict) or not isinstance(record.get("actions"), list) or "game" not in record:
+        raise ConfigError(f"{path}: line {number} is not a game record of asp (no game, no actions)")
+    return record
+
+
+def game_show(args: argparse.Namespace) -> int:
+    """``asp show GAMES.jsonl``: a position of a recorded game as a text board, and as an SVG
+    picture in ``--out`` when the game draws one."""
+    path = Path(args.pgn)
+    record = read_record(path, args.game)
+    game = load_game(str(record["game"]), option=f"{path}: the game")
+    actions = record["actions"]
+    ply = len(actions) if args.ply is None else args.ply
+    if not 0 <= ply <= len(actions):
+        raise ConfigError(f"--ply must be in 0..{len(actions)} (game {args.game} has {len(actions)} plies), got {ply}")
+    try:
+        state = game.parse_state(record.get("start", ""))
+        for action in actions[:ply]:
+            state = game.apply(state, int(action))
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: game {args.game} does not replay: {e}") from None
+    print(game.show(state))  # noqa: T201
+    svg = getattr(game, "svg", None)
+    where = f"the position after ply {ply} of game {args.game} of {path}"
+    if callable(svg):
+        out = args.out
+        check_output_file("--out", out)
+        with writing(out):
+            write_text_atomic(Path(out), str(svg(state)) + "\n")
+        print(f"wrote {out}: {where}")  # noqa: T201
+    else:
+        print(f"{where}; {record['game']} draws no picture")  # noqa: T201
+    return 0
+
+
+def checkpoint_label(path: str) -> str:
+    """A run directory or checkpoint as a short name."""
+    where = Path(path).resolve()
+    return re.sub(r"[^\w.+-]", "_", where.name if where.is_dir() else where.parent.name)[:80] or "a run"
