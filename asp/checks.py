@@ -27,6 +27,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from asp.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -46,7 +48,8 @@ __all__ = [
 SECONDS = "a number of seconds"
 """``what`` of :func:`check_number` for a duration."""
 
-_NO_ARG_OK: set[type[nn.Module]] = set()
+_FAITHFUL: set[tuple[type[nn.Module], str, tuple[tuple[str, tuple[int, ...]], ...]]] = set()
+"""The networks found rebuilt faithfully: by class, config and tensor shapes."""
 
 
 def check_spawnable(obj: object, what: str) -> None:
@@ -64,20 +67,39 @@ def check_spawnable(obj: object, what: str) -> None:
 
 
 def check_rebuildable(net: nn.Module, role: str, *, importable: bool = True) -> None:
-    """Workers rebuild a network as ``cls(net.cfg)``, or ``cls()`` when it has no ``cfg``; spawn
-    workers (``importable``) must also find ``cls`` by module and name."""
+    """Workers rebuild a network as ``cls(net.cfg)``, or ``cls()`` when it has no ``cfg``, and
+    load its weights: refuse a network that this would not rebuild with the same tensors (names
+    and shapes). Spawn workers (``importable``) must also find ``cls`` by module and name."""
     cls = type(net)
     if importable:
         check_spawnable(cls, f"the {role}'s class")
-    if getattr(net, "cfg", None) is None and cls not in _NO_ARG_OK:
-        try:
-            cls()
-        except TypeError as e:
-            raise ConfigError(
-                f"the {role} ({cls.__qualname__}) cannot be rebuilt in a worker: give it a `cfg` attribute "
-                f"so that {cls.__qualname__}(cfg) rebuilds it, or a constructor that needs no arguments ({e})"
-            ) from None
-        _NO_ARG_OK.add(cls)
+    cfg = getattr(net, "cfg", None)
+    shapes = tuple((name, tuple(t.shape)) for name, t in net.state_dict().items())
+    key = (cls, repr(cfg), shapes)
+    if key in _FAITHFUL:
+        return
+    name = cls.__qualname__
+    rebuild = f"{name}(net.cfg)" if cfg is not None else f"{name}()"
+    try:
+        with torch.random.fork_rng(devices=[]):  # building draws from torch's generator: not the caller's
+            rebuilt = cls(cfg) if cfg is not None else cls()
+    except TypeError as e:
+        raise ConfigError(
+            f"the {role} ({name}) cannot be rebuilt in a worker as {rebuild}: give it a `cfg` attribute "
+            f"so that {name}(cfg) rebuilds it, or a constructor that needs no arguments ({e})"
+        ) from None
+    theirs = {k: tuple(t.shape) for k, t in rebuilt.state_dict().items()}
+    ours = dict(shapes)
+    if theirs != ours:
+        differ = sorted(set(ours) ^ set(theirs)) or [k for k in ours if ours[k] != theirs[k]]
+        what = differ[0]
+        got = f"{ours.get(what, 'missing')} here, {theirs.get(what, 'missing')} rebuilt"
+        raise ConfigError(
+            f"the {role} ({name}) is rebuilt in a worker as {rebuild}, which gives another network "
+            f"({what}: {got}): keep every constructor argument in `net.cfg`, so that {name}(net.cfg) "
+            "builds the same network"
+        )
+    _FAITHFUL.add(key)
 
 
 def check_main_module() -> None:

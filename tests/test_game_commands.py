@@ -1,0 +1,160 @@
+"""The ``asp`` command with a game other than TinyChess, as a user runs it: ``asp train --game``
+(Connect Four, and a user's game by ``MODULE:ATTR``), then ``asp eval``, ``asp play``,
+``asp show`` and ``asp moves`` of its run, and the mistakes a user makes on the way."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from asp.app.checkpoint import GAME_FORMAT, load_checkpoint
+from asp.app.cli import main
+
+RUN_LIMIT = 150  # seconds for one subprocess
+TINY = ("--iterations", "2", "--games", "16", "--eval-games", "4", "--workers", "2", "--no-progress")
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def asp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "asp.app.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_LIMIT
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], text: str) -> None:
+    code, err = (result.returncode, result.stderr) if isinstance(result, subprocess.CompletedProcess) else result
+    assert code == 2 and "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], err
+
+
+@pytest.fixture(scope="module")
+def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = tmp_path_factory.mktemp("c4")
+    ok(asp("train", "--game", "connect4", *TINY, "--run-dir", "run", cwd=where))
+    return where / "run"
+
+
+@pytest.mark.slow
+def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
+    config = json.loads((connect4_run / "config.json").read_text())
+    assert config["game"] == "connect4" and config["iterations"] == 2
+    state = load_checkpoint(connect4_run / "checkpoint.pt")
+    assert state["format"] == GAME_FORMAT and state["config"]["game"] == "connect4" and state["next_iteration"] == 2
+    lines = (connect4_run / "games" / "iter-0001.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert len(records) == 16 and {r["game"] for r in records} == {"connect4"}
+    assert all(r["moves"] == [str(a + 1) for a in r["actions"]] for r in records)
+    metrics = [json.loads(line) for line in (connect4_run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0, 1]
+    assert {"eval/score", "eval_winblock/score", "loss/policy", "loss/value"} <= set(metrics[-1])
+    assert (connect4_run / "curves.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_a_game_run_resumes_and_grows(connect4_run: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(connect4_run, run)
+    ok(asp("train", "--resume", str(run), "--iterations", "3", "--workers", "2", "--no-progress", cwd=tmp_path))
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [0, 1, 2]
+    assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] == 3
+
+
+@pytest.mark.slow
+def test_eval_play_show_and_moves_read_the_runs_game(
+    connect4_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = str(connect4_run)
+    assert main(["eval", run, "--vs", "winblock", "--games", "4", "--search", "4"]) == 0
+    assert re.search(r"against the winblock mover: score [01]\.\d{3} \(\+\d+ =\d+ -\d+ of 4\)", capsys.readouterr().out)
+    assert main(["eval", run, "--vs", run, "--games", "4", "--search", "4"]) == 0
+    assert "score 0.500" in capsys.readouterr().out  # itself, each start with both colours
+    games = tmp_path / "games.jsonl"
+    assert main(["play", "--checkpoint", run, "--games", "3", "--search", "2", "--out", str(games)]) == 0
+    assert "played 3 games" in capsys.readouterr().out
+    svg = tmp_path / "board.svg"
+    assert main(["show", str(games), "--game", "2", "--ply", "3", "--out", str(svg)]) == 0
+    board = capsys.readouterr().out.splitlines()
+    assert board[6] == "1 2 3 4 5 6 7" and sum(line.count("X") + line.count("O") for line in board[:6]) == 3
+    ElementTree.parse(svg)
+    positions = tmp_path / "positions.txt"
+    positions.write_text("4453 WDLL-DD\n\n445566\n")
+    assert main(["moves", run, "--positions", str(positions)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[0] == "4453" and out[0].split()[1] in "1234567"
+    assert out[1] in ("445566 3", "445566 7")  # either wins at once
+    assert len(out) == 2
+
+
+@pytest.mark.slow
+def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
+    """The guide's example, as the guide says to run it: from the directory that holds it."""
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    options = ("--iterations", "2", "--games", "16", "--eval-games", "4", "--workers", "2", "--no-progress")
+    result = ok(asp("train", "--game", "examples.tictactoe:TicTacToe", *options, cwd=tmp_path))
+    assert "trained 2 iterations in runs/tictactoe" in result.stdout
+    assert json.loads((tmp_path / "runs" / "tictactoe" / "config.json").read_text())["game"] == (
+        "examples.tictactoe:TicTacToe"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "text"),
+    [
+        (["train", "--game", "chess"], "--game 'chess': not a game: tinychess, connect4, or MODULE:ATTR"),
+        (["train", "--game", "nosuchmodule:Game"], "--game 'nosuchmodule:Game': cannot import nosuchmodule"),
+        (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
+        (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),
+        (["train", "--game", "connect4", "--hidden", "8"], "--hidden applies to --game tinychess only"),
+        (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to --game tinychess"),
+        (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000 for --game connect4"),
+        (["train", "--game", "connect4", "--games", "0"], "--games: GameRunConfig.games must be an int in 1..1000000"),
+        (["play", "--game", "connect4", "--checkpoint", "x"], "--game is for a fresh model"),
+    ],
+)
+def test_a_mistake_is_one_line_and_exit_2(
+    args: list[str], text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main([*args, "--run-dir", str(tmp_path / "run")] if args[0] == "train" else args)
+    one_line_error((code, capsys.readouterr().err), text)
+    assert not (tmp_path / "run").exists()  # nothing written before the mistake was found
+
+
+@pytest.mark.slow
+def test_a_mistake_about_a_game_run_is_one_line(
+    connect4_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = str(connect4_run)
+    cases = [
+        (["eval", run, "--vs", "greedy"], "--vs greedy: not an opponent of connect4; its movers: random, winblock"),
+        (["eval", run, "--pgn", str(tmp_path / "x.pgn")], "--pgn applies to TinyChess runs only"),
+        (["moves", run, "--positions", str(tmp_path / "none.txt")], "--positions: no such file"),
+        (["show", str(tmp_path / "none.jsonl")], "no such file"),
+    ]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("44\n4458\n")
+    cases.append((["moves", run, "--positions", str(bad)], f"{bad}:2: not a position of connect4: move 4: '8'"))
+    over = tmp_path / "over.txt"
+    over.write_text("4455667\n")
+    cases.append((["moves", run, "--positions", str(over)], f"{over}:1: the game is over in '4455667'"))
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 10)
+    cases.append((["show", str(binary)], "line 1 is not JSON: not an asp games file"))
+    for args, text in cases:
+        one_line_error((main(args), capsys.readouterr().err), text)
