@@ -316,40 +316,10 @@ class Pipeline:
                 latest = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
                 run.latest = (version, latest)
                 run.changed.set()
-                pending = [(p.version, p.weights) for p in run.begun]
-                if iteration + 1 == end and self.overlap and not interrupted:
-                    await asyncio.wait({player.task})  # it notes the weights of the iteration after
-                    player.task.result()
-                    if run.after_last is not None:
-                        pending.append(run.after_last)
+                pending = await self._pending(run, player, last=iteration + 1 == end and not interrupted)
                 overlap = sum(_overlap(p, train_started, train_ended) for p in run.begun)
-                wall = train_ended - boundary
-                busy = self.selfplay.busy_seconds - busy_before
-                report = IterationReport(
-                    iteration=iteration,
-                    version_played=done.version,
-                    version_trained=version - 1,
-                    staleness=version - 1 - done.version,
-                    records=done.records,
-                    play_stats=done.stats,
-                    train_metrics=metrics,
-                    play_seconds=done.ended - done.started,
-                    train_seconds=train_ended - train_started,
-                    overlap_seconds=overlap,
-                    wall_seconds=wall,
-                    next_play_weights=pending[0][1] if pending else None,
-                    trained_weights=latest if self.overlap else None,
-                    pending_plays=pending,
-                    worker_idle_seconds=max(0.0, self.selfplay.workers * wall - busy),
-                    trainer_idle_seconds=max(0.0, wall - (train_ended - train_started)),
-                )
-                log.info("iteration_done", iteration=iteration, version_played=done.version,
-                         staleness=report.staleness, games=len(done.records),
-                         play_seconds=round(report.play_seconds, 3),
-                         train_seconds=round(report.train_seconds, 3),
-                         overlap_seconds=round(overlap, 3), pending=len(pending),
-                         worker_idle_seconds=round(report.worker_idle_seconds, 3),
-                         trainer_idle_seconds=round(report.trainer_idle_seconds, 3))  # fmt: skip
+                times = (boundary, train_started, train_ended, overlap)
+                report = self._report(iteration, done, version - 1, metrics, times, busy_before, latest, pending)
                 # The next iteration's time runs from here: what the caller does with this report
                 # (evaluating, writing files) is part of it, so the walls add up to the run's.
                 boundary, busy_before = time.perf_counter(), self.selfplay.busy_seconds
@@ -363,6 +333,62 @@ class Pipeline:
             cancelled = await self._stop(player, error)
             if cancelled and (error is None or isinstance(error, GeneratorExit)):
                 raise asyncio.CancelledError
+
+    async def _pending(self, run: _Run, player: _Task, *, last: bool) -> list[tuple[int, nn.Module]]:
+        """The ``(version, weights)`` of the plays that have begun; after the ``last`` iteration
+        of an overlapped run, with the weights the iteration after it would play."""
+        pending = [(p.version, p.weights) for p in run.begun]
+        if last and self.overlap:
+            await asyncio.wait({player.task})  # it notes the weights of the iteration after
+            player.task.result()
+            if run.after_last is not None:
+                pending.append(run.after_last)
+        return pending
+
+    def _report(
+        self,
+        iteration: int,
+        done: _Played,
+        trained: int,
+        metrics: dict[str, Any],
+        times: tuple[float, float, float, float],
+        busy_before: float,
+        latest: nn.Module,
+        pending: list[tuple[int, nn.Module]],
+    ) -> IterationReport:
+        """The report of ``iteration``, played as ``done`` and trained into version ``trained``;
+        ``times`` are the iteration's start, the train call's start and end, and the seconds
+        self-play overlapped it. Logged as ``iteration_done``."""
+        boundary, train_started, train_ended, overlap = times
+        assert done.ended is not None
+        wall = train_ended - boundary
+        busy = self.selfplay.busy_seconds - busy_before
+        report = IterationReport(
+            iteration=iteration,
+            version_played=done.version,
+            version_trained=trained,
+            staleness=trained - done.version,
+            records=done.records,
+            play_stats=done.stats,
+            train_metrics=metrics,
+            play_seconds=done.ended - done.started,
+            train_seconds=train_ended - train_started,
+            overlap_seconds=overlap,
+            wall_seconds=wall,
+            next_play_weights=pending[0][1] if pending else None,
+            trained_weights=latest if self.overlap else None,
+            pending_plays=pending,
+            worker_idle_seconds=max(0.0, self.selfplay.workers * wall - busy),
+            trainer_idle_seconds=max(0.0, wall - (train_ended - train_started)),
+        )
+        log.info("iteration_done", iteration=iteration, version_played=done.version,
+                 staleness=report.staleness, games=len(done.records),
+                 play_seconds=round(report.play_seconds, 3),
+                 train_seconds=round(report.train_seconds, 3),
+                 overlap_seconds=round(overlap, 3), pending=len(pending),
+                 worker_idle_seconds=round(report.worker_idle_seconds, 3),
+                 trainer_idle_seconds=round(report.trainer_idle_seconds, 3))  # fmt: skip
+        return report
 
     async def _stop(self, player: _Task, error: BaseException | None) -> bool:
         """Cancel the self-play in flight and wait until it has stopped; True if we were cancelled meanwhile."""

@@ -56,7 +56,7 @@ from asp.games import PlayConfig, RandomMover, play_games
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_play import cpu_model, time_random_playouts  # noqa: E402
-from connect4_positions import expected_keeps, read_positions  # noqa: E402
+from connect4_positions import read, report  # noqa: E402
 
 POSITIONS = Path(__file__).parent / "data" / "connect4_positions.txt"
 TARGETS = {"random": 0.99, "winblock": 0.90, "mcts": 0.60, "positions": 0.90}
@@ -134,14 +134,21 @@ async def matches(run: Path, games: int, mcts_games: int, mcts_simulations: int)
 def positions_score(model: nn.Module, cfg: GameRunConfig) -> dict[str, Any]:
     """The share of the labelled positions where the model's move keeps the best result."""
     game = ConnectFour()
-    positions = read_positions(POSITIONS)
-    play = PlayConfig(game, n_games=len(positions), openings=tuple(p.columns for p in positions), max_plies=1,
-                      temperature=0.0, search=cfg.search_cfg(sampling=False), samples=False)  # fmt: skip
+    positions = read(POSITIONS)
+    play = PlayConfig(
+        game,
+        n_games=len(positions),
+        openings=tuple(p.columns for p in positions),
+        max_plies=1,
+        temperature=0.0,
+        search=cfg.search_cfg(sampling=False),
+        samples=False,
+    )
     records, _ = play_games(model, None, play)
-    kept = sum(p.labels[r.actions[0]] == p.best for p, r in zip(positions, records, strict=True))
-    random_keeps, winblock_keeps = expected_keeps(positions)
-    return {"positions": len(positions), "model": kept / len(positions), "random": random_keeps,
-            "winblock": winblock_keeps}  # fmt: skip
+    kept = sum(p.results[r.actions[0]] == max(p.results.values()) for p, r in zip(positions, records, strict=True))
+    simple = report(POSITIONS)
+    return {"positions": len(positions), "model": kept / len(positions), "random": simple.random_keeps,
+            "winblock": simple.win_block_keeps}  # fmt: skip
 
 
 def main() -> None:

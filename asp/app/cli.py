@@ -26,7 +26,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import torch
 
@@ -47,11 +47,22 @@ SEARCH_HELP = "simulations of the model's search before each move, 0 for none (d
 EXIT_FAILURE = 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    from asp.pipeline import MAX_STALENESS
+_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""The subcommands' parsers (``add_parser``)."""
 
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asp", description="Async self-play for board games.")
     sub = parser.add_subparsers(dest="command", required=True)
+    commands = (_train_parser(sub), _play_parser(sub), _eval_parser(sub), _show_parser(sub), _moves_parser(sub))
+    for p in commands:
+        p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
+        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
+    return parser
+
+
+def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
+    from asp.pipeline import MAX_STALENESS
 
     train = sub.add_parser("train", help="train a game (TinyChess by default) by pipelined self-play (the main job)")
     train.add_argument(
@@ -97,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="TinyChess: width of the model (default 256)")
+    _add_machine_options(train)
+    return train
+
+
+def _add_machine_options(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options of where and how it runs, rather than what it trains."""
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
     train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
     train.add_argument(
@@ -114,6 +131,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
     train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
 
+
+def _play_parser(sub: _Commands) -> argparse.ArgumentParser:
     play = sub.add_parser("play", help="play self-play games and write them (TinyChess: PGN; other games: JSON lines)")
     play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
     play.add_argument(
@@ -129,7 +148,10 @@ def _parser() -> argparse.ArgumentParser:
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
     play.add_argument("--out", help="file to write (default selfplay.pgn; other games: selfplay.jsonl)")
+    return play
 
+
+def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="score a checkpoint against a mover, Stockfish or another checkpoint")
     ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
     ev.add_argument(
@@ -173,7 +195,10 @@ def _parser() -> argparse.ArgumentParser:
         "--from-start", action="store_true", help="start every game from the initial position, not the bundled openings"
     )
     ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file")
+    return ev
 
+
+def _show_parser(sub: _Commands) -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="draw a position of a recorded game (a text board and an SVG picture)")
     show.add_argument(
         "pgn",
@@ -191,7 +216,10 @@ def _parser() -> argparse.ArgumentParser:
         help="SVG file to write (default board.svg); a directory (existing, or ending in /): "
         "one SVG per ply of the game, ply-000.svg, ply-001.svg, ...",
     )
+    return show
 
+
+def _moves_parser(sub: _Commands) -> argparse.ArgumentParser:
     moves = sub.add_parser("moves", help="the move a checkpoint plays in each position of a file")
     moves.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
     moves.add_argument(
@@ -203,11 +231,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     moves.add_argument("--search", type=int, help=SEARCH_HELP)
     moves.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
-
-    for p in (train, play, ev, show, moves):
-        p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
-        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
-    return parser
+    return moves
 
 
 def _play(args: argparse.Namespace) -> int:
@@ -337,7 +361,6 @@ def _eval(args: argparse.Namespace) -> int:
     from asp.tinychess import PlayConfig
     from asp.tinychess.engine import EngineOpponent
     from asp.tinychess.openings import match_openings
-    from asp.tinychess.opponents import GreedyMover, RandomMover
 
     _check_game_options(args)
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
@@ -347,23 +370,9 @@ def _eval(args: argparse.Namespace) -> int:
     run_cfg = run_config_of(state)
     if isinstance(run_cfg, GameRunConfig):
         return game_eval(args, model, state, run_cfg)
-    opponent: torch.nn.Module
-    opponent_version = 0
-    opponent_search: SearchConfig | None = None
-    if args.vs == "random":
-        opponent, name, described = RandomMover(), "random", "a random mover"
-    elif args.vs == "greedy":
-        opponent, name, described = GreedyMover(), "greedy", "the one-ply material-greedy mover"
-    elif engine_cfg is not None:
-        engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
-        opponent, name = engine, engine.opponent_name
-        described = name
-    else:
-        opponent, opponent_state = model_from_checkpoint(args.vs)
-        opponent_version = opponent_state["version"]
-        opponent_search, _ = how_it_plays(args, opponent_state, sampling=False)
-        name = _checkpoint_name(args.vs, opponent_version)
-        described = f"{args.vs} (version {opponent_version})"
+    opponent, name, described, opponent_state = _chess_opponent(args, engine_cfg)
+    opponent_version = 0 if opponent_state is None else opponent_state["version"]
+    opponent_search = None if opponent_state is None else how_it_plays(args, opponent_state, sampling=False)[0]
     search, mate_in_one = how_it_plays(args, state, sampling=False)
     cfg = PlayConfig(
         n_games=args.games,
@@ -396,6 +405,26 @@ def _eval(args: argparse.Namespace) -> int:
         f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
     )
     return 0
+
+
+def _chess_opponent(
+    args: argparse.Namespace, engine_cfg: EngineConfig | None
+) -> tuple[torch.nn.Module, str, str, dict[str, Any] | None]:
+    """``asp eval``'s opponent of a TinyChess run: ``(opponent, its name in the PGN, in words,
+    its checkpoint or None)``."""
+    from asp.app.checkpoint import model_from_checkpoint
+    from asp.tinychess.engine import EngineOpponent
+    from asp.tinychess.opponents import GreedyMover, RandomMover
+
+    if args.vs == "random":
+        return RandomMover(), "random", "a random mover", None
+    if args.vs == "greedy":
+        return GreedyMover(), "greedy", "the one-ply material-greedy mover", None
+    if engine_cfg is not None:
+        engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
+        return engine, engine.opponent_name, engine.opponent_name, None
+    opponent, state = model_from_checkpoint(args.vs)
+    return opponent, _checkpoint_name(args.vs, state["version"]), f"{args.vs} (version {state['version']})", state
 
 
 def _show(args: argparse.Namespace) -> int:

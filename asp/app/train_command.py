@@ -235,10 +235,44 @@ def _check_device(device: str) -> None:
 
 def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> int:
     """``asp train`` once the run directory's lock is held: check, then run."""
-    from asp.app.checkpoint import RunError
     from asp.app.display import TrainDisplay
-    from asp.app.session import check_resumable, train_session
-    from asp.cores import split_cores
+
+    cfg = _checked_config(args, run, cfg, changes)
+    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
+    budget = _core_budget(args, cfg)
+    display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
+
+    def progress(kind: str, fields: dict[str, Any]) -> None:
+        if kind == "started":  # the run directory is ours: say how the cores are shared
+            display.console.print(f"asp train: {budget.describe()}", highlight=False)
+            if fields.get("note"):
+                display.console.print(f"asp train: {fields['note']}", highlight=False)
+        display.update(kind, fields)
+
+    stopped_by: list[int] = []
+    try:
+        with display, asyncio.Runner() as runner:
+            history = runner.run(_session(args, run, cfg, budget, progress, stopped_by))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
+        with _sigint_ignored():
+            # The checkpoint, not this process, knows: a resumed run began with iterations done.
+            saved = run.saved_iterations()
+            print(  # noqa: T201 (the command line's own output, as in cli.py)
+                f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
+                f"resume with: {_resume_hint(args, run)}",
+                file=sys.stderr,
+            )
+        return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
+    print(_final_line(run, history))  # noqa: T201 (the command line's own output, as in cli.py)
+    return 0
+
+
+def _checked_config(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> Any:
+    """The config to run: a resumed run's stored one (only its length may change); RunError or
+    ConfigError for anything that cannot run, before anything in the run directory changes."""
+    from asp.app.checkpoint import RunError
+    from asp.app.session import check_resumable
 
     if args.resume:
         stored = run.stored_config()
@@ -252,79 +286,73 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
     _check_run_files(run)
     if args.resume:
         check_resumable(run, cfg)  # before anything in the run directory changes
-    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
+    return cfg
+
+
+def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
+    """How the cores are shared between the workers and the trainer."""
+    from asp.cores import split_cores
+
     if args.backend == "local":
-        budget = split_cores(
+        return split_cores(
             overlap=cfg.overlap and cfg.max_staleness >= 1,
             workers=args.workers,
             threads_per_worker=args.threads_per_worker,
             trainer_threads=args.trainer_threads,
         )
-    else:  # the workers run elsewhere: the cores here are the trainer's
-        budget = split_cores(overlap=False, workers=args.workers, trainer_threads=args.trainer_threads)
-    display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
+    # the workers run elsewhere: the cores here are the trainer's
+    return split_cores(overlap=False, workers=args.workers, trainer_threads=args.trainer_threads)
 
-    def progress(kind: str, fields: dict[str, Any]) -> None:
-        if kind == "started":  # the run directory is ours: say how the cores are shared
-            display.console.print(f"asp train: {budget.describe()}", highlight=False)
-            if fields.get("note"):
-                display.console.print(f"asp train: {fields['note']}", highlight=False)
-        display.update(kind, fields)
 
-    resume_hint = f"asp train --resume {run.path}"
+def _resume_hint(args: argparse.Namespace, run: RunDir) -> str:
+    hint = f"asp train --resume {run.path}"
     if args.backend != "local":
-        resume_hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
+        hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
+    return hint
 
-    stopped_by: list[int] = []
 
-    async def session() -> list[dict[str, Any]]:
-        task = asyncio.current_task()
-        assert task is not None
+async def _session(
+    args: argparse.Namespace, run: RunDir, cfg: Any, budget: Any, progress: Any, stopped_by: list[int]
+) -> list[dict[str, Any]]:
+    """The training session, cancelled by the first Ctrl-C or SIGTERM (noted in ``stopped_by``)."""
+    from asp.app.session import train_session
 
-        def on_signal(signum: int) -> None:
-            # The first Ctrl-C or SIGTERM cancels the session; later ones must not break into its
-            # clean-up (asyncio.Runner turns a second Ctrl-C into a KeyboardInterrupt anywhere).
-            if stopped_by:
-                print(  # noqa: T201 (the command line's own output, as in cli.py)
-                    "asp train: stopping; waiting for the workers to stop and the files to be removed", file=sys.stderr
-                )
-                return
-            stopped_by.append(signum)
-            task.cancel()
+    task = asyncio.current_task()
+    assert task is not None
 
-        # Signal handlers belong to the main thread; run elsewhere (an application embedding
-        # asp, a test), signals stay the application's business.
-        if threading.current_thread() is threading.main_thread():
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, on_signal, signum)
-        return await train_session(
-            run,
-            cfg,
-            resume=bool(args.resume),
-            workers=budget.workers,
-            threads_per_worker=args.threads_per_worker,
-            trainer_threads=budget.trainer_threads,
-            progress=progress,
-            backend=args.backend,
-            address=args.address,
-            engine_path=args.engine,
-        )
-
-    try:
-        with display, asyncio.Runner() as runner:
-            history = runner.run(session())
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
-        with _sigint_ignored():
-            # The checkpoint, not this process, knows: a resumed run began with iterations done.
-            saved = run.saved_iterations()
+    def on_signal(signum: int) -> None:
+        # The first Ctrl-C or SIGTERM cancels the session; later ones must not break into its
+        # clean-up (asyncio.Runner turns a second Ctrl-C into a KeyboardInterrupt anywhere).
+        if stopped_by:
             print(  # noqa: T201 (the command line's own output, as in cli.py)
-                f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
-                f"resume with: {resume_hint}",
-                file=sys.stderr,
+                "asp train: stopping; waiting for the workers to stop and the files to be removed", file=sys.stderr
             )
-        return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
+            return
+        stopped_by.append(signum)
+        task.cancel()
+
+    # Signal handlers belong to the main thread; run elsewhere (an application embedding
+    # asp, a test), signals stay the application's business.
+    if threading.current_thread() is threading.main_thread():
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, on_signal, signum)
+    return await train_session(
+        run,
+        cfg,
+        resume=bool(args.resume),
+        workers=budget.workers,
+        threads_per_worker=args.threads_per_worker,
+        trainer_threads=budget.trainer_threads,
+        progress=progress,
+        backend=args.backend,
+        address=args.address,
+        engine_path=args.engine,
+    )
+
+
+def _final_line(run: RunDir, history: Sequence[dict[str, Any]]) -> str:
+    """The last line of ``asp train``: the final scores, how the time went, where the curves are."""
     final = history[-1] if history else {}
     score = final.get("eval/score")
     others = "".join(
@@ -332,11 +360,10 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
         for key, value in final.items()
         if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score"
     )
-    print(  # noqa: T201 (the command line's own output, as in cli.py)
+    return (
         f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
         f"{'n/a' if score is None else f'{score:.3f}'}{others}; {_time_summary(history)}; curves: {run.curves}"
     )
-    return 0
 
 
 def _time_summary(history: Sequence[dict[str, Any]]) -> str:

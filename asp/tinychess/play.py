@@ -588,13 +588,18 @@ def play_games(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> tupl
         for record in records:
             record.opponent_name = opponent_name
     records.sort(key=lambda r: r.game_id)
-    seconds = time.perf_counter() - started
+    return records, _stats(records, time.perf_counter() - started, searches.get(True))
+
+
+def _stats(records: list[GameRecord], seconds: float, searches: Searches[Position, _Game] | None) -> dict[str, Any]:
+    """:func:`summarise` of ``records``, the call's ``seconds`` and plies per second, and the
+    network calls of the model's searches, when it searched."""
     stats = summarise(records)
     stats["seconds"] = seconds
     stats["plies_per_s"] = stats["plies"] / seconds if seconds > 0 else 0.0
-    if True in searches:
-        evaluator = searches[True].game
+    if searches is not None:
+        evaluator = searches.game
         assert isinstance(evaluator, ChessSearch)
         stats["search/evaluations"] = evaluator.evaluations
         stats["search/boards"] = evaluator.boards
-    return records, stats
+    return stats
