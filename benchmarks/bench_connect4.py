@@ -179,8 +179,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    played, _, seconds = time_random_playouts(3.0, 200, seed=0)
-    rate = played / seconds
+    _, plies, seconds = time_random_playouts(3.0, 200, seed=0)
+    rate = plies / seconds
     print(f"machine: {cpu_model()}; python-chess random playouts: {rate:,.0f} plies/s on one core")
     keep = args.keep or Path(tempfile.mkdtemp(prefix="bench-c4-"))
     results: list[dict[str, Any]] = []
