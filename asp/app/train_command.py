@@ -87,19 +87,17 @@ def train_config(args: argparse.Namespace) -> Any:
 
     base = RunConfig()
     changes: dict[str, Any] = {}
-    for option, name in (
-        ("iterations", "iterations"),
-        ("games", "games"),
-        ("seed", "seed"),
-        ("max_plies", "max_plies"),
-        ("eval_every", "eval_every"),
-        ("eval_games", "eval_games"),
-        ("max_staleness", "max_staleness"),
-        ("eval_search", "eval_search"),
+    for option in (
+        "iterations",
+        "games",
+        "seed",
+        "max_plies",
+        "eval_every",
+        "eval_games",
+        "max_staleness",
+        "eval_search",
     ):
-        if getattr(args, option) is not None:
-            changes[name] = getattr(args, option)
-            _named_option(option, functools.partial(dataclasses.replace, base, **{name: changes[name]}))
+        _take_option(args, option, base, changes)
     if args.sequential:
         changes["overlap"] = False
     if args.search is not None:
@@ -146,14 +144,21 @@ def _game_train_config(args: argparse.Namespace) -> Any:
     changes: dict[str, Any] = {"game": args.game}
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "max_staleness",
                    "search", "eval_search"):  # fmt: skip
-        if getattr(args, option) is not None:
-            changes[option] = getattr(args, option)
-            _named_option(option, functools.partial(dataclasses.replace, base, **{option: changes[option]}))
+        _take_option(args, option, base, changes)
     if args.sequential:
         changes["overlap"] = False
     if args.device is not None:
         changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
     return dataclasses.replace(base, **changes), changes
+
+
+def _take_option(args: argparse.Namespace, option: str, base: Any, changes: dict[str, Any]) -> None:
+    """Put ``--option``'s value, when given, in ``changes`` under the config field of the same
+    name, checked on ``base`` under the option's name."""
+    value = getattr(args, option)
+    if value is not None:
+        changes[option] = value
+        _named_option(option, functools.partial(dataclasses.replace, base, **{option: value}))
 
 
 def _named_option(option: str, make: Callable[[], T]) -> T:

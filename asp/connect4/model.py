@@ -16,6 +16,7 @@ from torch import nn
 
 from asp.checks import check_int
 from asp.connect4.rules import HEIGHT, WIDTH
+from asp.games.nets import ResidualBlock
 
 __all__ = ["N_FEATURES", "C4Config", "C4Net"]
 
@@ -37,16 +38,6 @@ class C4Config:
         check_int("C4Config.blocks", self.blocks, 0, 32)
 
 
-class _Block(nn.Module):
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(width, width)
-        self.fc2 = nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x + self.fc2(torch.relu(self.fc1(x))))
-
-
 class C4Net(nn.Module):
     """Policy logits over the 7 columns and a value in [-1, 1] for the side to move."""
 
@@ -55,7 +46,7 @@ class C4Net(nn.Module):
         self.cfg = cfg if cfg is not None else C4Config()
         width = self.cfg.hidden
         self.stem = nn.Linear(N_FEATURES, width)
-        self.trunk = nn.Sequential(*(_Block(width) for _ in range(self.cfg.blocks)))
+        self.trunk = nn.Sequential(*(ResidualBlock(width) for _ in range(self.cfg.blocks)))
         self.policy = nn.Linear(width, WIDTH)
         self.value = nn.Sequential(nn.Linear(width, 64), nn.ReLU(), nn.Linear(64, 1))
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from asp.checks import check_int
+from asp.games.nets import ResidualBlock
 from asp.tinychess.features import N_FEATURES
 from asp.tinychess.moves import POLICY_SIZE
 
@@ -44,16 +45,6 @@ class ModelConfig:
             check_int(f"ModelConfig.{name}", getattr(self, name), low, high)
 
 
-class _Block(nn.Module):
-    def __init__(self, width: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(width, width)
-        self.fc2 = nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x + self.fc2(torch.relu(self.fc1(x))))
-
-
 class TinyChess(nn.Module):
     """Policy logits over the move vocabulary and a value in [-1, 1] for the side to move.
 
@@ -65,7 +56,7 @@ class TinyChess(nn.Module):
         self.cfg = cfg if cfg is not None else ModelConfig()
         width = self.cfg.hidden
         self.stem = nn.Linear(N_FEATURES, width)
-        self.trunk = nn.Sequential(*(_Block(width) for _ in range(self.cfg.blocks)))
+        self.trunk = nn.Sequential(*(ResidualBlock(width) for _ in range(self.cfg.blocks)))
         self.policy = nn.Linear(width, POLICY_SIZE)
         self.value = nn.Sequential(
             nn.Linear(width, self.cfg.value_hidden), nn.ReLU(), nn.Linear(self.cfg.value_hidden, 1)
