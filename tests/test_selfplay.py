@@ -379,7 +379,10 @@ async def test_cancelling_a_shard_stuck_in_c_kills_its_worker_and_the_next_call_
         workers = children()
         stuck = selfplay.pids[0]
         task = asyncio.create_task(selfplay.play(model, None, FaultConfig(n_games=2, fault="hang_in_c")))
-        await wait_until(lambda: arrays.pids[0] != 0)  # shard 0 has started in slot 0's worker
+        # shard 0 has started in slot 0's worker, and loaded its weights: play_fn (and its hang)
+        # next. (Its start alone is not enough on a loaded machine: cancelled while loading, the
+        # worker stops cooperatively and nothing is killed.)
+        await wait_until(lambda: arrays.pids[0] != 0 and arrays.progress[0] >= 1)
         await asyncio.sleep(0.2)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
