@@ -86,6 +86,7 @@ FORMAT_VERSION = 2
 GAME_FORMAT = "asp-game-run"
 """The ``format`` field of the checkpoint of a run of any game but TinyChess."""
 GAME_FORMAT_VERSION = 1
+"""The version of the ``asp-game-run`` format this asp writes and reads."""
 _FORMATS = {FORMAT: FORMAT_VERSION, GAME_FORMAT: GAME_FORMAT_VERSION}
 
 _COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))

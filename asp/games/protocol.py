@@ -48,6 +48,7 @@ from asp.search import Status
 __all__ = ["Game", "Mover", "State", "Symmetry"]
 
 State = TypeVar("State")
+"""A game's position, of any type the game chooses (a value: :meth:`Game.apply` makes a new one)."""
 
 
 @dataclass(frozen=True)
