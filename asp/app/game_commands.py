@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -174,9 +173,3 @@ def game_show(args: argparse.Namespace) -> int:
     else:
         print(f"{where}; {record['game']} draws no picture")  # noqa: T201
     return 0
-
-
-def checkpoint_label(path: str) -> str:
-    """A run directory or checkpoint as a short name."""
-    where = Path(path).resolve()
-    return re.sub(r"[^\w.+-]", "_", where.name if where.is_dir() else where.parent.name)[:80] or "a run"
