@@ -38,7 +38,7 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.network_search import NetworkSearch
-from asp.games.protocol import Game, Mover, State
+from asp.games.protocol import Game, Mover, State, adjudicated, packed, search_root, unpacked
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, Searches
@@ -90,6 +90,11 @@ class PlayConfig:
     samples: bool = True
     """Send back, with each record, the model's plies as training samples
     (:class:`~asp.games.records.Samples`). Evaluation games can do without."""
+    take_wins: bool = False
+    """A network that moves without search plays an action that wins at once
+    (:attr:`Status.winning <asp.search.Status.winning>`) whenever it has one, the likeliest of
+    them, instead of sampling (a small network rarely learns to see every such win; a search
+    never misses one). Its policy target is that action."""
 
     def __post_init__(self) -> None:
         if not all(hasattr(self.game, name) for name in ("start", "status", "actions", "apply", "encode")):
@@ -108,6 +113,7 @@ class PlayConfig:
         check_number("PlayConfig.temperature", self.temperature, 0.01, 100, also=(0,))
         check_number("PlayConfig.opponent_temperature", self.opponent_temperature, 0.01, 100, also=(None, 0))
         check_bool("PlayConfig.samples", self.samples)
+        check_bool("PlayConfig.take_wins", self.take_wins)
         for name in ("search", "opponent_search"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
                 raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
@@ -157,7 +163,7 @@ class _Game(Generic[State]):
         # The model's plies as training samples (cfg.samples)
         self.plies: list[int] = []
         self.movers: list[int] = []
-        self.features: list[torch.Tensor] = []
+        self.features: list[np.ndarray] = []  # packed (asp.games.protocol.packed)
         self.legal: list[int] = []
         self.counts: list[int] = []
         self.policy: list[float] = []
@@ -165,8 +171,8 @@ class _Game(Generic[State]):
     def model_to_move(self, game: Game[State]) -> bool:
         return self.self_play or (game.to_move(self.state) == 0) == self.model_first
 
-    def keep(self, features: torch.Tensor, legal: Sequence[int], mover: int) -> None:
-        """Note that the model (``mover``) is about to move here (encoded as ``features``)."""
+    def keep(self, features: np.ndarray, legal: Sequence[int], mover: int) -> None:
+        """Note that the model (``mover``) is about to move here (encoded, packed, as ``features``)."""
         self.plies.append(len(self.actions))
         self.movers.append(mover)
         self.features.append(features)
@@ -187,11 +193,11 @@ class _Game(Generic[State]):
         """The record of the game, over or cut at ``max_plies``."""
         game = cfg.game
         value = game.status(self.state).value
+        termination = "rules"
         if value is None:
-            result, termination = 0.5, "max_plies"
-        else:
-            first = value if game.to_move(self.state) == 0 else -value
-            result, termination = (1.0 + first) / 2.0, "rules"
+            value, termination = adjudicated(game, self.state), "max_plies"
+        first = value if game.to_move(self.state) == 0 else -value
+        result = (1.0 + first) / 2.0
         first_player, second_player = MODEL, MODEL
         if against_opponent:
             first_player, second_player = (MODEL, OPPONENT) if self.model_first else (OPPONENT, MODEL)
@@ -210,11 +216,11 @@ class _Game(Generic[State]):
         )
 
     def _samples(self) -> Samples:
-        features = torch.stack(self.features).numpy() if self.features else np.zeros((0, 0), np.float32)
+        features = np.stack(self.features) if self.features else np.zeros((0, 0), np.float32)
         return Samples(
             plies=np.array(self.plies, dtype=np.int32),
             movers=np.array(self.movers, dtype=np.int8),
-            features=features.astype(np.float32, copy=False),
+            features=features,
             legal=np.array(self.legal, dtype=np.int32),
             legal_counts=np.array(self.counts, dtype=np.int32),
             policy=np.array(self.policy, dtype=np.float32),
@@ -269,16 +275,18 @@ class _Step(Generic[State]):
         game = self.cfg.game
         rows_of = {side.is_model: [g for g in games if g.model_to_move(game) == side.is_model] for side in self.sides}
         kept = rows_of[True] if self.cfg.samples else []
-        encoded = game.encode([g.state for g in kept]) if kept else None
+        rows = packed(game, [g.state for g in kept]) if kept else None
         for i, g in enumerate(kept):
-            assert encoded is not None
-            g.keep(encoded[i], game.actions(g.state), game.to_move(g.state))
+            assert rows is not None
+            g.keep(rows[i], game.actions(g.state), game.to_move(g.state))
         for side in self.sides:
             if rows_of[side.is_model]:
-                self._side_moves(side, rows_of[side.is_model])
+                encoded = unpacked(game, rows) if side.is_model and rows is not None else None
+                self._side_moves(side, rows_of[side.is_model], encoded)
         return len(games)
 
-    def _side_moves(self, side: _Side, games: list[_Game[State]]) -> None:
+    def _side_moves(self, side: _Side, games: list[_Game[State]], encoded: torch.Tensor | None) -> None:
+        """``side`` moves in ``games`` (``encoded``: their encoding, if already made)."""
         game = self.cfg.game
         if side.mover is not None:
             for g in games:
@@ -289,13 +297,15 @@ class _Step(Generic[State]):
                 self.searches[side.is_model] = Searches(search, side.search, batch=self.cfg.batch_size)
             for g in games:
                 g.searching = True
-                self.searches[side.is_model].start(g, g.state, g.rng)
+                self.searches[side.is_model].start(g, search_root(game, g.state), g.rng)
         else:
-            logits, _ = side.net(game.encode([g.state for g in games]))
-            rows = logits.float().tolist()
-            for g, row in zip(games, rows, strict=True):
-                legal = game.actions(g.state)
-                action = legal[_sample([row[a] for a in legal], side.temperature, g.rng)]
+            logits, _ = side.net(encoded if encoded is not None else game.encode([g.state for g in games]))
+            logits = logits.float()
+            for i, g in enumerate(games):
+                wins = game.status(g.state).winning if self.cfg.take_wins else ()
+                choices = wins or game.actions(g.state)
+                row = logits[i, list(choices)].tolist()
+                action = choices[_sample(row, 0.0 if wins else side.temperature, g.rng)]
                 g.push(game, action, None, side.is_model)
 
     def step_searches(self) -> None:

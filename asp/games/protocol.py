@@ -20,6 +20,18 @@ Rules of the protocol, which asp relies on:
   a worker process rebuilds it as ``type(net)(net.cfg)`` and loads the weights into it
   (``cfg`` None: ``type(net)()``). A network that this rebuild would change is refused
   before any worker starts.
+* Optional methods, which asp calls where a game has them:
+
+  - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at
+    ``max_plies`` (TinyChess: by material); without it such a game is drawn (0).
+  - ``search_root(state) -> state``: ``state`` as the root of a search, for a game whose
+    search scores positions inside its tree differently (TinyChess: a repetition is a
+    draw there); without it, the state itself.
+  - ``pack(states) -> numpy array`` and ``unpack(rows) -> tensor``, a pair: a compact form of
+    :meth:`Game.encode` (``unpack(pack(states))`` equals ``encode(states)``) in which
+    self-play sends its training samples back and the trainer keeps them; without it, the
+    samples are :meth:`Game.encode`'s rows.
+
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
   small (rules and settings, no network).
@@ -40,12 +52,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+import numpy as np
 import torch
 from torch import nn
 
 from asp.search import Status
 
-__all__ = ["Game", "Mover", "State", "Symmetry"]
+__all__ = ["Game", "Mover", "State", "Symmetry", "adjudicated", "packed", "search_root", "unpacked"]
 
 State = TypeVar("State")
 """A game's position, of any type the game chooses (a value: :meth:`Game.apply` makes a new one)."""
@@ -166,3 +179,29 @@ class Game(Protocol[State]):
         """The simple movers the game knows, by name: at least ``random``; often a one-ply
         heuristic too (``winblock``), the evaluation's second opponent."""
         ...
+
+
+def adjudicated(game: Game[State], state: State) -> float:
+    """The value, for the side to move, of a game cut at ``state``: ``game.adjudicate(state)``
+    where the game has it, else 0 (a draw)."""
+    adjudicate = getattr(game, "adjudicate", None)
+    return 0.0 if adjudicate is None else float(adjudicate(state))
+
+
+def search_root(game: Game[State], state: State) -> State:
+    """``state`` as the root of a search: ``game.search_root(state)`` where the game has it."""
+    root = getattr(game, "search_root", None)
+    return state if root is None else root(state)
+
+
+def packed(game: Game[State], states: Sequence[State]) -> np.ndarray:
+    """The compact form of ``game.encode(states)``: ``game.pack(states)`` where the game has
+    it, else the encoding itself as a numpy array."""
+    pack = getattr(game, "pack", None)
+    return np.asarray(pack(states)) if pack is not None else game.encode(states).numpy()
+
+
+def unpacked(game: Game[State], rows: np.ndarray) -> torch.Tensor:
+    """The encoding of :func:`packed`'s ``rows``."""
+    unpack = getattr(game, "unpack", None)
+    return unpack(rows) if unpack is not None else torch.from_numpy(np.asarray(rows))

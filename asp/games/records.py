@@ -35,7 +35,8 @@ class Samples:
     """(k,) int8: who made each of those plies: 0 the game's first player, 1 the second
     (:meth:`Game.to_move`)."""
     features: np.ndarray
-    """(k, ...) float32: the position before the ply, as :meth:`Game.encode` gave it."""
+    """(k, ...): the position before the ply, as :meth:`Game.encode` gave it, in the game's
+    compact form where it has one (:func:`asp.games.protocol.packed`)."""
     legal: np.ndarray
     """(sum of legal_counts,) int32: the legal actions, ply after ply."""
     legal_counts: np.ndarray

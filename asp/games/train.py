@@ -36,7 +36,7 @@ from torch import nn
 
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
-from asp.games.protocol import Game
+from asp.games.protocol import Game, unpacked
 from asp.games.records import Record
 
 __all__ = ["TrainConfig", "TrainSamples", "Trainer", "make_samples"]
@@ -94,7 +94,8 @@ class TrainSamples:
     """Training samples of many games, as tensors on the CPU."""
 
     features: torch.Tensor
-    """(N, ...) encoded positions."""
+    """(N, ...) encoded positions, in the game's compact form where it has one
+    (:func:`asp.games.protocol.packed`)."""
     legal_flat: torch.Tensor
     """(sum of legal actions,) int64: every sample's legal actions, in order."""
     legal_start: torch.Tensor
@@ -236,7 +237,7 @@ class Trainer:
         size = (len(rows), self.game.action_size)
         target = torch.zeros(size).scatter_add_(1, actions, torch.where(valid, samples.targets[position], 0.0))
         legal = torch.zeros(size).scatter_add_(1, actions, valid.float()) > 0
-        features = samples.features[index]
+        features = unpacked(self.game, samples.features[index].numpy())
         if self._symmetries:
             drawn = torch.tensor([self.rng.randrange(len(self._symmetries) + 1) for _ in rows])
             features = features.clone()

@@ -1,0 +1,239 @@
+"""TinyChess as an asp game (:class:`~asp.games.Game`): chess rules from python-chess, the
+TinyChess network, and the material-greedy mover.
+
+A position is a :class:`ChessState`: a board that is never changed once made, and the
+position before it, so that repetitions are counted from the game itself. Actions are the
+network's policy indices (:mod:`asp.tinychess.moves`); a move's notation is UCI, a position's
+a FEN.
+
+The game ends as chess does, without claims: checkmate, stalemate, insufficient material,
+the 75-move rule and fivefold repetition. Inside a search, a position that repeats one
+before it (on the search's path or earlier in the game) is a draw, as chess engines score a
+repetition; a position whose mover has a mate in one lists those moves as winning, so a mate
+in one is never missed. A game cut at ``max_plies`` is adjudicated by material
+(:meth:`TinyChessGame.adjudicate`). Chess has no symmetry that keeps its rules (castling), so
+the game lists none.
+
+>>> game = TinyChessGame()
+>>> state = game.parse_state("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+>>> [game.action_text(state, a) for a in game.status(state).winning]
+['a1a8']
+>>> after = game.apply(state, game.parse_action(state, "a1a8"))
+>>> game.status(after).value, game.to_move(after)
+(-1.0, 1)
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import chess
+import numpy as np
+import torch
+from torch import nn
+
+from asp.checks import check_int
+from asp.games.movers import RandomMover
+from asp.games.protocol import Mover, Symmetry
+from asp.search import Status
+from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
+from asp.tinychess.mates import mates_in_one, mating_moves
+from asp.tinychess.model import ModelConfig, TinyChess
+from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.opponents import material_gain
+
+__all__ = ["ChessState", "GreedyChessMover", "TinyChessGame", "material_lead"]
+
+_MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
+_PACKED = N_PLANES * 8 + 4
+"""Bytes of a packed position: its bitboards, then its flags and half-move clock."""
+
+
+def material_lead(board: chess.Board) -> int:
+    """The side to move's material minus the opponent's: pawn 1, knight 3, bishop 3, rook 5, queen 9."""
+    lead = 0
+    for piece, value in _MATERIAL:
+        mask = board.pieces_mask(piece, chess.WHITE), board.pieces_mask(piece, chess.BLACK)
+        lead += value * (mask[0].bit_count() - mask[1].bit_count())
+    return lead if board.turn == chess.WHITE else -lead
+
+
+@dataclass(frozen=True, eq=False)
+class ChessState:
+    """A position of a game of chess: a board, never changed once made, and where it came from."""
+
+    board: chess.Board
+    parent: ChessState | None = None
+    """The position before it (None at the game's start)."""
+    tree: int = -1
+    """Plies below the root of a search; -1 for a position played in the game."""
+
+    @functools.cached_property
+    def key(self) -> tuple[int, ...]:
+        """What makes two positions the same for repetitions (as python-chess counts them)."""
+        b = self.board
+        ep = b.ep_square if b.ep_square is not None and b.has_legal_en_passant() else 64
+        return (b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[chess.WHITE],
+                int(b.turn), b.castling_rights, ep)  # fmt: skip
+
+    @functools.cached_property
+    def legal(self) -> tuple[list[chess.Move], list[int]]:
+        """The legal moves and, in the same order, their policy indices."""
+        return legal_move_indices(self.board)
+
+    def earlier(self) -> list[ChessState]:
+        """The positions before it that it could repeat: the same side to move, since the last
+        capture or pawn move."""
+        found: list[ChessState] = []
+        node, plies = self.parent, 1
+        while node is not None and plies <= self.board.halfmove_clock:
+            if plies % 2 == 0:
+                found.append(node)
+            node, plies = node.parent, plies + 1
+        return found
+
+    @functools.cached_property
+    def seen(self) -> int:
+        """Times the position occurred before (in the game, and on the search's path)."""
+        key = self.key
+        return sum(1 for node in self.earlier() if node.key == key)
+
+
+class TinyChessGame:
+    """The game of chess, with the TinyChess network (:class:`~asp.tinychess.model.TinyChess`)."""
+
+    name = "tinychess"
+    action_size = POLICY_SIZE
+
+    def __init__(self, adjudication_margin: int = 3) -> None:
+        check_int("TinyChessGame.adjudication_margin", adjudication_margin, 1, 39)
+        self.adjudication_margin = adjudication_margin
+        """Material lead (in pawns) that wins a game cut at ``max_plies``."""
+
+    def start(self) -> ChessState:
+        return ChessState(chess.Board())
+
+    def to_move(self, state: ChessState) -> int:
+        return 0 if state.board.turn == chess.WHITE else 1
+
+    def status(self, state: ChessState) -> Status:
+        board = state.board
+        if not state.legal[0]:
+            return Status(value=-1.0 if board.is_check() else 0.0)
+        if board.is_insufficient_material() or board.halfmove_clock >= 150:
+            return Status(value=0.0)
+        if (state.tree > 0 and state.seen) or (state.tree < 0 and state.seen >= 4):
+            return Status(value=0.0)
+        return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
+
+    def actions(self, state: ChessState) -> list[int]:
+        return state.legal[1]
+
+    def apply(self, state: ChessState, action: int) -> ChessState:
+        board = state.board.copy(stack=False)
+        board.push(_move(state, action))
+        return ChessState(board, state, state.tree + 1 if state.tree >= 0 else -1)
+
+    def search_root(self, state: ChessState) -> ChessState:
+        """``state`` as the root of a search: below it, repetitions are draws."""
+        return ChessState(state.board, state.parent, 0)
+
+    def adjudicate(self, state: ChessState) -> float:
+        """The result, for the side to move, of a game cut at ``state``: won (1) or lost (-1)
+        with a material lead of ``adjudication_margin`` pawns, else drawn (0)."""
+        lead = material_lead(state.board)
+        return 1.0 if lead >= self.adjudication_margin else -1.0 if -lead >= self.adjudication_margin else 0.0
+
+    def encode(self, states: Sequence[ChessState]) -> torch.Tensor:
+        """:func:`~asp.tinychess.features.encode_boards`; inside a search, positions count as new."""
+        return self.unpack(self.pack(states))
+
+    def pack(self, states: Sequence[ChessState]) -> np.ndarray:
+        """The compact form of :meth:`encode`: 124 bytes a position (uint8 rows)."""
+        bitboards, scalars = pack_boards([s.board for s in states], [s.seen if s.tree <= 0 else 0 for s in states])
+        return np.concatenate([bitboards.view(np.uint8), scalars.view(np.uint8)], axis=1)
+
+    def unpack(self, rows: np.ndarray) -> torch.Tensor:
+        """:meth:`encode`'s tensor of :meth:`pack`'s rows."""
+        rows = np.ascontiguousarray(rows, dtype=np.uint8).reshape(-1, _PACKED)
+        bitboards = rows[:, : N_PLANES * 8].copy().view(np.uint64)
+        return unpack_boards(bitboards, rows[:, N_PLANES * 8 :].copy().view(np.uint16))
+
+    def network(self, cfg: Any = None) -> nn.Module:
+        return TinyChess(cfg if cfg is not None else ModelConfig())
+
+    def action_text(self, state: ChessState, action: int) -> str:
+        return str(_move(state, action).uci())
+
+    def parse_action(self, state: ChessState, text: str) -> int:
+        try:
+            move = chess.Move.from_uci(text.strip())
+        except ValueError:
+            raise ValueError(f"{text!r} is not a move in UCI notation (e2e4, e7e8q)") from None
+        moves, indices = state.legal
+        if move not in moves:
+            raise ValueError(f"{move.uci()} is not a legal move here")
+        return indices[moves.index(move)]
+
+    def state_text(self, state: ChessState) -> str:
+        return str(state.board.fen())
+
+    def parse_state(self, text: str) -> ChessState:
+        try:
+            board = chess.Board(text.strip())
+        except ValueError as e:
+            raise ValueError(f"invalid FEN {text.strip()!r}: {e}") from None
+        if not board.is_valid():
+            raise ValueError(f"FEN {text.strip()!r} is not a legal position ({board.status()!r})")
+        return ChessState(board)
+
+    def show(self, state: ChessState) -> str:
+        return str(state.board)
+
+    def symmetries(self) -> list[Symmetry]:
+        return []
+
+    def movers(self) -> Mapping[str, Mover]:
+        return {"random": RandomMover(), "greedy": GreedyChessMover()}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.adjudication_margin == self.adjudication_margin
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.adjudication_margin))
+
+    def __repr__(self) -> str:
+        return f"TinyChessGame(adjudication_margin={self.adjudication_margin})"
+
+
+def _move(state: ChessState, action: int) -> chess.Move:
+    """The legal move of policy index ``action`` at ``state``."""
+    moves, indices = state.legal
+    try:
+        return moves[indices.index(action)]
+    except ValueError:
+        raise ValueError(f"action {action} is no legal move at {state.board.fen()}") from None
+
+
+class GreedyChessMover(nn.Module):
+    """The one-ply material-greedy mover: it mates in one if it can, else makes the move that
+    wins the most material at once, else a random move (ties broken at random)."""
+
+    cfg = None
+    opponent_name = "greedy"
+
+    def choose(self, game: Any, state: ChessState, rng: random.Random) -> int:
+        moves, indices = state.legal
+        mates = mating_moves(state.board, moves)
+        if mates:
+            return indices[mates[0]]
+        gains = [material_gain(state.board, move) for move in moves]
+        best = max(gains)
+        return rng.choice([index for index, gain in zip(indices, gains, strict=True) if gain == best])
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")

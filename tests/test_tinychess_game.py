@@ -1,0 +1,129 @@
+"""TinyChess as a game of the game protocol (asp.tinychess.game): its rules, encoding and
+movers, and games through the generic play loop that are move for move those of TinyChess's
+own loop."""
+
+from __future__ import annotations
+
+import random
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from asp.games import PlayConfig, TrainConfig, Trainer, play_games
+from asp.search import SearchConfig
+from asp.tinychess import play as chess_play
+from asp.tinychess.features import encode_boards
+from asp.tinychess.game import ChessState, GreedyChessMover, TinyChessGame, material_lead
+
+GAME = TinyChessGame()
+MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
+
+
+def fresh_net(seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return GAME.network()
+
+
+def play_line(state: ChessState, moves: str) -> ChessState:
+    for uci in moves.split():
+        state = GAME.apply(state, GAME.parse_action(state, uci))
+    return state
+
+
+@pytest.mark.parametrize("search", [None, SearchConfig(4, 8, gumbel_scale=1.0)], ids=["policy", "search"])
+def test_games_through_the_protocol_are_those_of_tinychess_own_loop(search: SearchConfig | None) -> None:
+    net = fresh_net()
+    ours, _ = play_games(net, None, PlayConfig(GAME, n_games=6, max_plies=40, seed=5, search=search))
+    theirs, _ = chess_play.play_games(net, None, chess_play.PlayConfig(n_games=6, max_plies=40, seed=5, search=search))
+    assert [r.moves for r in ours] == [r.moves for r in theirs]
+    results = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+    assert [r.result for r in ours] == [results[r.result] for r in theirs]
+
+
+def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
+    mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
+    assert GAME.status(mated).value == -1.0 and GAME.to_move(mated) == 0
+    assert GAME.status(GAME.parse_state("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")).value == 0.0  # stalemate
+    assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/8 w - - 0 1")).value == 0.0  # kings alone
+    assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/R7 w - - 150 90")).value == 0.0  # 75-move rule
+
+
+def test_fivefold_repetition_ends_a_game_and_a_repetition_inside_a_search_is_a_draw() -> None:
+    shuffle = "g1f3 g8f6 f3g1 f6g8 "
+    state = play_line(GAME.start(), shuffle * 3)
+    assert state.seen == 3 and GAME.status(state).value is None
+    state = play_line(state, shuffle)
+    assert state.seen == 4 and GAME.status(state).value == 0.0
+    # In a search, the first repetition below the root is a draw; the root itself plays on.
+    root = GAME.search_root(play_line(GAME.start(), shuffle))
+    assert root.seen == 1 and GAME.status(root).value is None
+    assert GAME.status(play_line(root, shuffle)).value == 0.0
+    assert GAME.status(play_line(root, "g1f3 g8f6")).value == 0.0  # seen earlier in the game
+    assert GAME.status(play_line(root, "b1c3 b8c6")).value is None
+
+
+def test_a_cut_game_is_adjudicated_by_material_for_the_side_to_move() -> None:
+    up_a_rook = GAME.parse_state("4k3/8/8/8/8/8/8/R3K3 b Q - 0 1")
+    assert material_lead(up_a_rook.board) == -5 and GAME.adjudicate(up_a_rook) == -1.0
+    assert TinyChessGame(adjudication_margin=6).adjudicate(up_a_rook) == 0.0
+    records, _ = play_games(
+        GreedyChessMover(), None, PlayConfig(GAME, n_games=1, max_plies=1, openings=("4k3/8/8/8/8/8/8/R3K3 w Q - 0 1",))
+    )
+    assert (records[0].result, records[0].termination) == (1.0, "max_plies")
+
+
+def test_the_packed_encoding_is_the_features_of_tinychess_with_its_repetitions() -> None:
+    state = play_line(GAME.start(), "g1f3 g8f6 f3g1 f6g8 e2e4")
+    assert state.parent is not None
+    root = GAME.search_root(state)
+    states = [state.parent, state, GAME.search_root(state.parent), GAME.apply(root, GAME.actions(root)[0])]
+    rows = GAME.pack(states)
+    assert rows.dtype == np.uint8 and rows.shape == (4, 124)
+    expected = encode_boards([s.board for s in states], [1, 0, 1, 0])
+    assert torch.equal(GAME.unpack(rows), expected) and torch.equal(GAME.encode(states), expected)
+
+
+def test_notation_errors_say_what_is_wrong() -> None:
+    with pytest.raises(ValueError, match="invalid FEN"):
+        GAME.parse_state("not a fen")
+    with pytest.raises(ValueError, match="not a legal position"):
+        GAME.parse_state("8/8/8/8/8/8/8/8 w - - 0 1")
+    with pytest.raises(ValueError, match="UCI"):
+        GAME.parse_action(GAME.start(), "Nf3")
+    with pytest.raises(ValueError, match="e2e5 is not a legal move"):
+        GAME.parse_action(GAME.start(), "e2e5")
+    state = GAME.parse_state(MATE_IN_ONE)
+    assert GAME.state_text(state) == MATE_IN_ONE and GAME.action_text(state, GAME.parse_action(state, "a1a8")) == "a1a8"
+
+
+def test_the_greedy_mover_mates_then_takes_the_most_material() -> None:
+    mover = GreedyChessMover()
+    state = GAME.parse_state(MATE_IN_ONE)
+    assert GAME.action_text(state, mover.choose(GAME, state, random.Random(0))) == "a1a8"
+    queen_or_pawn = GAME.parse_state("4k3/8/8/3q4/4P3/8/8/4K3 w - - 0 1")
+    assert GAME.action_text(queen_or_pawn, mover.choose(GAME, queen_or_pawn, random.Random(0))) == "e4d5"
+    assert set(GAME.movers()) == {"random", "greedy"}
+
+
+@pytest.mark.parametrize("take_wins", [False, True])
+def test_take_wins_makes_the_policy_play_every_mate_in_one(take_wins: bool) -> None:
+    net = fresh_net(3)
+    cfg = PlayConfig(GAME, n_games=8, max_plies=1, openings=(MATE_IN_ONE,), take_wins=take_wins)
+    records, _ = play_games(net, None, cfg)
+    mates = sum(r.moves == ["a1a8"] for r in records)
+    assert mates == 8 if take_wins else mates < 8
+    if take_wins:
+        assert all(r.samples is not None and r.samples.policy.max() == 1.0 for r in records)
+
+
+def test_the_trainer_learns_from_packed_samples() -> None:
+    net = fresh_net()
+    records, _ = play_games(net, None, PlayConfig(GAME, n_games=2, max_plies=8, search=SearchConfig(2, 4)))
+    assert all(r.samples is not None and r.samples.features.dtype == np.uint8 for r in records)
+    before = [p.detach().clone() for p in net.parameters()]
+    metrics = Trainer(net, GAME, TrainConfig(device="cpu")).train(records)
+    assert metrics["train/samples"] == 16 and metrics["train/steps"] == 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))
+    assert chess.Board(records[0].start) == chess.Board()
