@@ -59,3 +59,9 @@ class LoopError(AspError, RuntimeError):
     Calls from every task of that loop share the workers; a call from another loop (another
     thread's ``asyncio.run``) could only be served by a loop that is not running it.
     """
+
+
+class PlayExited(AspError, RuntimeError):
+    """A play function raised SystemExit or KeyboardInterrupt in a worker (``sys.exit()`` in
+    a game's code): a failure of its shard, retried as any other, never an exit of the
+    coordinator's program."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -32,9 +33,10 @@ from asp.progress import heartbeat, more_games
 
 __all__ = ["FAULTS", "EchoRecord", "FaultConfig", "fault_play"]
 
-FAULTS = ("none", "raise", "hang", "hang_in_c", "crash", "exit")
+FAULTS = ("none", "raise", "hang", "hang_in_c", "crash", "exit", "sys_exit", "keyboard_interrupt")
 """What the faulty shard does: nothing, raise RuntimeError, loop forever in Python, block
-forever on a lock (inside C), SIGKILL its own process, or call ``os._exit(3)``."""
+forever on a lock (inside C), SIGKILL its own process, call ``os._exit(3)``, call
+``sys.exit(3)``, or raise KeyboardInterrupt."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,10 @@ def _misbehave(fault: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if fault == "exit":
         os._exit(3)
+    if fault == "sys_exit":
+        sys.exit(3)
+    if fault == "keyboard_interrupt":
+        raise KeyboardInterrupt
 
 
 def _begin(cfg: FaultConfig, game_id: int) -> int:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import numbers
 import os
 import pickle
 import platform
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ import torch
 from torch import nn
 
 from asp import progress
-from asp.errors import ConfigError
+from asp.errors import ConfigError, PlayExited
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
@@ -199,9 +201,44 @@ def play_task(task: ShardTask, load: Loader, node: str) -> ShardOutput:
     model = _network("model", task.model, load)
     opponent = _network("opponent", task.opponent, load) if task.opponent is not None else None
     progress.heartbeat(1)  # loading weights was progress too: the stall clock restarts here
-    records, stats = task.play_fn(model, opponent, task.cfg)
+    try:
+        result = task.play_fn(model, opponent, task.cfg)
+    except (SystemExit, KeyboardInterrupt) as e:
+        # Re-raised in the coordinator as they are, these would end the coordinator's program:
+        # one failure of one shard must cost that shard alone.
+        raise PlayExited(f"play_fn raised {type(e).__name__}({', '.join(map(repr, e.args))})") from e
+    except Exception as e:
+        if not _round_trips(e):  # the coordinator could not read it: send what it said instead
+            text = "".join(traceback.format_exception(e))
+            raise RuntimeError(f"play_fn raised {e!r}, which cannot be unpickled:\n{text}") from None
+        raise
+    records, stats = _checked(result)
     seconds = time.perf_counter() - started
     return ShardOutput(records, stats, os.getpid(), seconds, node, progress.offers_taken())
+
+
+def _round_trips(error: BaseException) -> bool:
+    """Whether ``error`` survives pickling, as the way back to the coordinator needs."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:  # noqa: BLE001 (any failure to pickle or unpickle means no)
+        return False
+    return True
+
+
+def _checked(result: Any) -> tuple[list[Any], dict[str, Any]]:
+    """``result`` as ``(records, stats)``, or TypeError saying what a play_fn must return."""
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise TypeError(f"play_fn must return (records, stats), got {type(result).__name__}")
+    records, stats = result
+    if not isinstance(records, list):
+        raise TypeError(f"play_fn must return its records as a list, got {type(records).__name__}")
+    for i, record in enumerate(records):
+        if not isinstance(getattr(record, "game_id", None), numbers.Integral):
+            raise TypeError(f"play_fn's record {i} ({type(record).__name__}) has no int game_id")
+    if not isinstance(stats, dict):
+        raise TypeError(f"play_fn must return its stats as a dict, got {type(stats).__name__}")
+    return records, stats
 
 
 def run_shard(payload: bytes) -> bytes:

@@ -136,6 +136,26 @@ async def test_a_worker_killed_mid_call_costs_only_its_own_shard(backend: str, l
 
 @pytest.mark.asyncio
 @pytest.mark.slow
+@pytest.mark.parametrize("fault", ["sys_exit", "keyboard_interrupt"])
+async def test_a_play_fn_that_exits_or_is_interrupted_fails_its_shard_and_nothing_else(
+    backend: str, fault: str, logs: Logs, tmp_path: Path
+) -> None:
+    # Once SystemExit and KeyboardInterrupt came back from the worker as they were, and
+    # ended the coordinator's program (asyncio.run re-raised them).
+    async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend, retries=1) as selfplay:
+        workers = selfplay.pids
+        once = FaultConfig(n_games=2, plies=2, fault=fault, fault_game=1, once=True, marker_dir=str(tmp_path))
+        records, stats = await selfplay.play(tiny(), None, once)
+        assert ids(records) == [0, 1] and (stats["retries"], stats["respawns"]) == (1, 0)
+        with pytest.raises(AspError, match="shard 1 failed after 2 attempt") as info:
+            await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=2, fault=fault, fault_game=1))
+        name = "SystemExit(3)" if fault == "sys_exit" else "KeyboardInterrupt()"
+        assert f"PlayExited: play_fn raised {name}" in getattr(info.value, "traceback", "")
+        assert selfplay.pids == workers and not events(logs, "worker_died")  # no worker was lost
+
+
+@pytest.mark.asyncio
+@pytest.mark.slow
 async def test_a_hung_shard_is_detected_with_its_stack_and_only_it_runs_again(
     backend: str, logs: Logs, tmp_path: Path
 ) -> None:

@@ -102,6 +102,34 @@ def slow_to_pickle_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfi
     return [Tagged(r.game_id, _SlowToPickle(cfg.delay * 100)) for r in records], stats
 
 
+class NeedsTwoArgs(Exception):
+    """An exception that pickles and cannot be unpickled: its constructor takes two arguments."""
+
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+BAD_RESULTS = {
+    "no game_id": "play_fn's record 0 (dict) has no int game_id",
+    "stats None": "play_fn must return its stats as a dict, got NoneType",
+    "one value": "play_fn must return (records, stats), got NoneType",
+    "unpicklable error": "play_fn raised NeedsTwoArgs('board: broken'), which cannot be unpickled",
+}
+
+
+def bad_result_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -> Any:
+    """fault_play, but what it returns (or raises) is broken as ``cfg.marker_dir`` names."""
+    records, stats = fault_play(model, opp, cfg)
+    broken = cfg.marker_dir
+    if broken == "no game_id":
+        return [{"id": r.game_id} for r in records], stats
+    if broken == "stats None":
+        return records, None
+    if broken == "one value":
+        return None
+    raise NeedsTwoArgs("board", "broken")
+
+
 @dataclasses.dataclass(frozen=True)
 class SlowStartConfig:
     marker_dir: str
@@ -337,6 +365,21 @@ async def test_a_result_the_coordinator_cannot_unpickle_is_an_error_of_its_shard
         assert "this result cannot be loaded in the coordinator" in info.value.traceback
         assert not events(logs, "worker_died")
         assert selfplay.pids == pids  # no worker was blamed, killed or replaced
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.asyncio
+async def test_a_play_fn_that_returns_nonsense_or_raises_what_cannot_be_unpickled_fails_its_shard_saying_so(
+    logs: Logs,
+) -> None:
+    # Once: an AttributeError naming no shard, or a worker "died (SIGTERM)" after seconds of respawns.
+    async with SelfPlay(workers=1, play_fn=bad_result_play, retries=0) as selfplay:
+        pids = selfplay.pids
+        for broken, message in BAD_RESULTS.items():
+            with pytest.raises(ShardFailed, match="shard 0 failed after 1 attempt") as info:
+                await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=1, marker_dir=broken))
+            assert message in str(info.value) + info.value.traceback, broken
+        assert selfplay.pids == pids and not events(logs, "worker_died")
 
 
 # -- 11. smaller ones ------------------------------------------------------------------------
