@@ -15,6 +15,7 @@ points to is replaced and the link stays.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Callable
@@ -78,5 +79,11 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def save_atomic(obj: object, path: str | os.PathLike[str]) -> None:
-    """``torch.save`` ``obj`` to ``path`` atomically (directly into a device or a FIFO)."""
-    _write_atomic(path, True, lambda f: torch.save(obj, f))
+    """``torch.save`` ``obj`` to ``path`` atomically (directly into a device or a FIFO).
+
+    The bytes are made in memory first: ``torch.save`` into a file that cannot be written (a
+    full disk) raises a RuntimeError without its cause, where a plain write raises the OSError
+    that says it (``ENOSPC``)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    _write_atomic(path, True, lambda f: f.write(buffer.getbuffer()))

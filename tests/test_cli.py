@@ -393,6 +393,37 @@ def test_sigkill_of_the_run_leaves_no_process(long_run: tuple[Path, Path, list[s
     assert code == -signal.SIGKILL, log.read_text()
 
 
+def _file_size_limit(limit: int) -> None:
+    """In the child: a file can grow to ``limit`` bytes; a write beyond fails (EFBIG), as on a full disk."""
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.timeout(3 * RUN_LIMIT + 60)
+@pytest.mark.slow
+def test_a_checkpoint_that_cannot_be_written_ends_the_run_in_one_line_and_keeps_the_last_one(run_copy: Path) -> None:
+    # Once torch.save raised a RuntimeError without its cause, and asp train ended in a
+    # 60-line traceback.
+    before = files(run_copy)
+    limit = len(before["checkpoint.pt"]) // 2
+    assert max(len(data) for name, data in before.items() if name != "checkpoint.pt") < limit // 4
+    resume = command("train", "--resume", str(run_copy), "--iterations", "3", "--workers", "2", "--no-progress")
+    failed = subprocess.run(
+        resume, cwd=run_copy.parent, capture_output=True, text=True, timeout=RUN_LIMIT,
+        preexec_fn=lambda: _file_size_limit(limit),
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last == f"asp train: File too large ({run_copy / 'checkpoint.pt'})", failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert files(run_copy)["checkpoint.pt"] == before["checkpoint.pt"]  # the last checkpoint, intact
+    assert [p.name for p in run_copy.rglob(".*")] == [".lock"]  # no temporary file left
+    ok(asp(*resume[3:], cwd=run_copy.parent))  # and the run goes on from it
+    assert checkpoint(run_copy)["next_iteration"] == 3
+
+
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
 @pytest.mark.slow
 def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoint(run_copy: Path) -> None:

@@ -179,6 +179,15 @@ CASES = {
     ),
     "train --iterations 0": Case(("train", "--iterations", "0", "--run-dir", "{tmp}/new"), ("--iterations", "100000")),
     "train --hidden 0": Case(("train", "--hidden", "0", "--run-dir", "{tmp}/new"), ("--hidden", "8..4096")),
+    # once: config.json, games/ and log.jsonl written, then SelfPlay.workers refused, and the
+    # next try refused as "already holds a run"
+    "train --workers 2000": Case(("train", "--workers", "2000", "--run-dir", "{tmp}/new"), ("--workers", "1..1024")),
+    "train --threads-per-worker 300": Case(
+        ("train", "--threads-per-worker", "300", "--run-dir", "{tmp}/new"), ("--threads-per-worker", "1..256")
+    ),
+    "train --trainer-threads 0": Case(
+        ("train", "--trainer-threads", "0", "--run-dir", "{tmp}/new"), ("--trainer-threads", "1..256")
+    ),
     "train --device cuda without CUDA": Case(
         ("train", "--device", "cuda", "--run-dir", "{tmp}/new", "--no-progress"), ("--device cuda", "CUDA")
     ),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import torch
 
 from asp.app.outputs import check_output_directory
+from asp.checks import check_int
 from asp.errors import ConfigError
 from asp.log import configure_logging
 
@@ -177,10 +178,10 @@ def train_command(args: argparse.Namespace) -> int:
     from asp.app.run import RunDir
 
     cfg, changes = train_config(args)
-    for option in ("workers", "threads_per_worker", "trainer_threads"):
+    for option, most in (("workers", 1024), ("threads_per_worker", 256), ("trainer_threads", 256)):
         value = getattr(args, option)
-        if value is not None and value < 1:
-            raise RunError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+        if value is not None:  # SelfPlay's limits, said before the run directory changes
+            check_int(f"--{option.replace('_', '-')}", value, 1, most)
     _check_device(cfg.train.device)  # a resumed run's stored device too, below
     if args.resume:
         run = RunDir(args.resume)
