@@ -168,6 +168,10 @@ CASES = {
     ),
     # asp show
     "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
+    # once: an IndexError traceback, and reading /dev/zero until memory ran out
+    "show a binary file": Case(("show", "{tmp}/binary.pgn"), ("binary.pgn is not a PGN file (binary data)",)),
+    "show /dev/zero": Case(("show", "/dev/zero"), ("/dev/zero is not a regular file",)),
+    "show a file of one endless line": Case(("show", "{tmp}/long.pgn"), ("long.pgn is not a PGN file (a line over",)),
     "show --out under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/b.svg"), ("--out", "cannot write")),
     "show --out a directory under /proc": Case(("show", "{tmp}/mate.pgn", "--out", "/proc/x/"), ("--out",)),
     # asp train: the run directory
@@ -243,6 +247,8 @@ QUICK = {"train --hidden 0"}
 def test_a_mistake_is_one_line_with_status_2_and_changes_nothing(case: Case, tmp_path: Path) -> None:
     (tmp_path / "mate.pgn").write_text(PGN)
     (tmp_path / "notes.txt").write_text("not a game\n")
+    (tmp_path / "binary.pgn").write_bytes(bytes(range(256)) * 8)
+    (tmp_path / "long.pgn").write_text('[Event "x"]\n\n' + "e4 " * 400_000)
     save_checkpoint(tmp_path / "good")
     if case.run is not None:
         case.run(tmp_path / "run")

@@ -17,9 +17,10 @@ True
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 import chess
 import chess.pgn
@@ -51,11 +52,43 @@ class _QuietBuilder(chess.pgn.GameBuilder[chess.pgn.Game]):
         self.game.errors.append(error)
 
 
+_LINE_LIMIT = 1 << 20
+"""The longest line read from a PGN file, in characters: a longer one is no PGN."""
+
+
+class _Lines:
+    """A PGN file as python-chess reads it (``readline``), a bounded line at a time."""
+
+    def __init__(self, handle: TextIO, path: Path) -> None:
+        self.handle = handle
+        self.path = path
+
+    def readline(self) -> str:
+        line = self.handle.readline(_LINE_LIMIT)
+        if len(line) >= _LINE_LIMIT and not line.endswith("\n"):
+            raise ConfigError(f"GAMES.pgn: {self.path} is not a PGN file (a line over {_LINE_LIMIT} characters)")
+        return line
+
+    def __enter__(self) -> _Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+
 def _open(path: Path) -> TextIO:
+    """``path`` opened for python-chess: a regular file of text (NUL bytes say it is not)."""
     try:
-        return path.open(encoding="utf-8-sig", errors="replace")
+        with path.open("rb") as raw:
+            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                raise ConfigError(f"GAMES.pgn: {path} is not a regular file")
+            if b"\0" in raw.read(1 << 16):
+                raise ConfigError(f"GAMES.pgn: {path} is not a PGN file (binary data)")
+        return cast(TextIO, _Lines(path.open(encoding="utf-8-sig", errors="replace"), path))
     except FileNotFoundError:
         raise ConfigError(f"GAMES.pgn: no such file: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"GAMES.pgn: {path} is a directory") from None
     except OSError as e:
         raise ConfigError(f"GAMES.pgn: cannot read {path}: {e.strerror}") from None
 
