@@ -6,7 +6,7 @@ import math
 
 import chess
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from asp.app.evaluate import (
@@ -42,6 +42,7 @@ def test_the_estimate_keeps_what_it_was_given() -> None:
 
 @given(score=scores, n=games)
 def test_symmetric_a_score_and_its_complement_mirror_each_other(score: float, n: int) -> None:
+    assume(min(score, 1.0 - score) >= 0.5 / n)  # a score of 0 or 1: the one-sided bound's test
     r, mirror = elo_from_score(score, n_games=n), elo_from_score(1.0 - score, n_games=n)
     assert r.elo == pytest.approx(-mirror.elo, abs=1e-6)
     assert r.elo_low == pytest.approx(-mirror.elo_high, abs=1e-6)
@@ -51,6 +52,7 @@ def test_symmetric_a_score_and_its_complement_mirror_each_other(score: float, n:
 @given(a=scores, b=scores, n=games)
 def test_monotonic_a_higher_score_never_means_a_lower_elo(a: float, b: float, n: int) -> None:
     low, high = sorted((a, b))
+    assume(min(low, 1.0 - low) >= 0.5 / n and min(high, 1.0 - high) >= 0.5 / n)  # as above
     assert elo_from_score(low, n_games=n).elo <= elo_from_score(high, n_games=n).elo
 
 
@@ -66,16 +68,18 @@ def test_the_interval_is_finite_and_contains_the_estimate(score: float, n: int, 
     assert r.elo_low <= r.elo <= r.elo_high
 
 
-@pytest.mark.parametrize("n", [2, 10, 200, 10_000])
-def test_perfect_and_zero_scores_are_clamped_to_finite_values(n: int) -> None:
+@pytest.mark.parametrize("n", [2, 10, 20, 200, 10_000])
+def test_a_perfect_or_zero_score_gives_a_one_sided_bound(n: int) -> None:
+    # Once clamped to half a point from the end: 20/20 then read "Elo +636 [95%: +395, +636]",
+    # as 19/20 did, and looked like an estimate.
     win, loss = elo_from_score(1.0, n_games=n), elo_from_score(0.0, n_games=n)
-    # Clamped to half a point from the end: the Elo of a score of 1 - 0.5/n.
-    assert win.elo == pytest.approx(-400 * math.log10(1 / (1 - 0.5 / n) - 1))
-    assert loss.elo == pytest.approx(-win.elo)
-    assert win.elo > 0 > loss.elo
-    assert win.elo_high == pytest.approx(win.elo)  # nothing above the clamp
-    assert win.elo_low < win.elo
-    assert math.isfinite(win.elo_low) and math.isfinite(loss.elo_high)
+    p = 0.05 ** (1 / n)  # the score at which n wins in n games had a 5% chance
+    assert win.bound == ">" and win.elo_low == pytest.approx(400 * math.log10(p / (1 - p)))
+    assert loss.bound == "<" and loss.elo_high == pytest.approx(-win.elo_low)
+    # the estimate stays the score clamped to half a point from the end: it grows with the games won
+    assert win.elo == win.elo_high == pytest.approx(-400 * math.log10(1 / (1 - 0.5 / n) - 1))
+    assert match_result(wins=n, draws=0, losses=0).describe().endswith(f"Elo > {win.elo_low:+.0f} (95%)")
+    assert match_result(wins=0, draws=0, losses=n).describe().endswith(f"Elo < {loss.elo_high:+.0f} (95%)")
 
 
 def test_more_games_mean_a_narrower_interval_and_a_larger_clamp() -> None:
@@ -145,7 +149,7 @@ def test_match_result_of_mirrored_matches_mirror_each_other() -> None:
 
 def test_all_wins_clamps_to_a_finite_elo() -> None:
     m = match_result(wins=50, draws=0, losses=0)
-    assert m.score == 1.0
+    assert m.score == 1.0 and m.elo.bound == ">"
     assert all(math.isfinite(x) for x in (m.elo.elo, m.elo.elo_low, m.elo.elo_high))
     assert m.elo.elo == pytest.approx(400 * math.log10((1 - 0.01) / 0.01))  # clamped to 1 - 0.5/50
 

@@ -19,7 +19,8 @@ class TrainDisplay:
 
     def __init__(self, iterations: int, *, live: bool) -> None:
         self.iterations = iterations
-        self.console = Console(stderr=True)
+        # Lines whole: a terminal wraps them itself; a log file or a pipe must not get them cut at 80 columns.
+        self.console = Console(stderr=True, soft_wrap=True)
         self.last_line: dict[str, Any] = {}
         self.score: float | None = None
         self.progress: Progress | None = None
@@ -78,12 +79,20 @@ class TrainDisplay:
                 f"overlap {fields['time/overlap']:.1f}s"
             )
             if "eval/score" in fields:
-                text += f", score vs random {fields['eval/score']:.3f} (Elo {fields['eval/elo']:+.0f})"
+                text += f", score vs random {fields['eval/score']:.3f} (Elo {_elo(fields, 'eval')})"
             if "eval_greedy/score" in fields:
                 text += f", vs greedy {fields['eval_greedy/score']:.3f}"
             if "eval_sf/score" in fields:
-                engine, score, elo = fields["eval_sf/engine"], fields["eval_sf/score"], fields["eval_sf/elo"]
-                text += f", vs {engine} {score:.3f} (Elo {elo:+.0f})"
+                engine, score = fields["eval_sf/engine"], fields["eval_sf/score"]
+                text += f", vs {engine} {score:.3f} (Elo {_elo(fields, 'eval_sf')})"
             elif "eval_sf/error" in fields:
                 text += f", engine evaluation failed: {fields['eval_sf/error']}"
             self.console.print(text, highlight=False)
+
+
+def _elo(fields: dict[str, Any], prefix: str) -> str:
+    """A match's Elo in a metrics line: ``+191``, or ``> +317`` where it is a one-sided bound."""
+    bound = fields.get(f"{prefix}/elo_bound", "")
+    if bound:
+        return f"{bound} {fields[f'{prefix}/elo_low' if bound == '>' else f'{prefix}/elo_high']:+.0f}"
+    return f"{fields[f'{prefix}/elo']:+.0f}"

@@ -38,6 +38,19 @@ class EloEstimate:
     """Lower end of the 95% interval."""
     elo_high: float
     """Upper end of the 95% interval."""
+    bound: str = ""
+    """``""``: a two-sided interval. ``">"``: the player scored every game, which implies no
+    finite difference: ``elo_low`` is the one-sided 95% lower bound (the difference at which
+    a score this good had a 5% chance), and ``elo`` and ``elo_high`` the score clamped to
+    half a point from the end (for curves: it grows with the games won). ``"<"``: it scored no
+    point, and ``elo_high`` is the upper bound."""
+
+    def text(self) -> str:
+        """The difference for people: ``+191 [95%: +150, +240]``, or ``> +317 (95%)`` for a
+        one-sided bound."""
+        if self.bound:
+            return f"{self.bound} {self.elo_low if self.bound == '>' else self.elo_high:+.0f} (95%)"
+        return f"{self.elo:+.0f} [95%: {self.elo_low:+.0f}, {self.elo_high:+.0f}]"
 
 
 @dataclass(frozen=True)
@@ -71,10 +84,11 @@ class MatchResult:
         'score 0.900 (+169 =22 -9 of 200), Elo +382 [95%: +323, +462]'
         >>> match_result(wins=1, draws=2, losses=3, engine_failures=1).describe()
         'score 0.333 (+1 =2 -3 of 6), Elo -120 [95%: -417, +94]; engine failures: 1 (not scored)'
+        >>> match_result(wins=20, draws=0, losses=0).describe()
+        'score 1.000 (+20 =0 -0 of 20), Elo > +317 (95%)'
         """
         line = (
-            f"score {self.score:.3f} (+{self.wins} ={self.draws} -{self.losses} of {self.games}), "
-            f"Elo {self.elo.elo:+.0f} [95%: {self.elo.elo_low:+.0f}, {self.elo.elo_high:+.0f}]"
+            f"score {self.score:.3f} (+{self.wins} ={self.draws} -{self.losses} of {self.games}), Elo {self.elo.text()}"
         )
         if failures or self.engine_failures:
             line += f"; engine failures: {self.engine_failures}" + (" (not scored)" if self.engine_failures else "")
@@ -102,12 +116,17 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
 
     The standard error of the score is ``sqrt(var / n)`` with the per-game variance of the
     points (``s(1-s) - d/4`` with draw ratio ``d``; ``s(1-s)`` when ``d`` is unknown). A
-    score of exactly 0 or 1 has no finite Elo: it is clamped to half a point from the end
-    (``0.5 / n``), and the interval is reported from there.
+    score of exactly 1 has no finite Elo: ``elo_low`` is then the one-sided 95% lower bound
+    (the score ``p`` with ``p ** n = 0.05``; :attr:`EloEstimate.bound` is ``">"``), and a
+    score of 0 is its mirror image. Scores are clamped to half a point from the ends
+    (``0.5 / n``), the estimate of a perfect score included.
 
     >>> r = elo_from_score(0.75, n_games=200)
     >>> round(r.elo), r.elo_low < r.elo < r.elo_high
     (191, True)
+    >>> r = elo_from_score(1.0, n_games=20)
+    >>> r.bound, round(r.elo_low), r.text()
+    ('>', 317, '> +317 (95%)')
 
     :raises ConfigError: ``n_games`` below 1, or ``score`` or ``draw_ratio`` outside 0..1.
     """
@@ -118,6 +137,11 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     if draw_ratio is not None and not 0.0 <= draw_ratio <= 1.0:
         raise ConfigError(f"draw_ratio must be in 0..1 or None, got {draw_ratio!r}")
     half = 0.5 / n_games
+    if min(score, 1.0 - score) < 0.25 / n_games:  # every game won, or none (scores come in half points)
+        top, bound = _elo(1.0 - half), _elo(0.05 ** (1.0 / n_games))
+        if score > 0.5:
+            return EloEstimate(score, n_games, top, bound, top, ">")
+        return EloEstimate(score, n_games, -top, -top, -bound, "<")
     clamped = min(max(score, half), 1.0 - half)
     variance = clamped * (1.0 - clamped) - (draw_ratio or 0.0) / 4.0
     se = math.sqrt(max(variance, 1e-12) / n_games)

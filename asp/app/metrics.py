@@ -12,7 +12,9 @@ __all__ = ["match_metrics", "metrics_line"]
 
 
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
-    """A match's score, W/D/L and Elo with its 95% interval, as ``prefix/...`` metrics."""
+    """A match's score, W/D/L and Elo with its 95% interval, as ``prefix/...`` metrics (and
+    ``prefix/elo_bound``, ``>`` or ``<``, where the Elo is a one-sided bound:
+    :attr:`~asp.app.evaluate.EloEstimate.bound`)."""
     elo = result.elo
     return {
         f"{prefix}/score": result.score,
@@ -23,7 +25,7 @@ def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
         f"{prefix}/elo": round(elo.elo, 1),
         f"{prefix}/elo_low": round(elo.elo_low, 1),
         f"{prefix}/elo_high": round(elo.elo_high, 1),
-    }
+    } | ({f"{prefix}/elo_bound": elo.bound} if elo.bound else {})
 
 
 def metrics_line(report: IterationReport, play_batch: int, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
