@@ -123,11 +123,13 @@ def configure_logging(
 
 
 def quiet_unless_configured() -> None:
-    """Log at ``info`` and above to standard error if the application has not configured structlog.
+    """Log at ``warning`` and above to standard error if the application has not configured structlog.
 
     structlog's own default prints every event, debug included, to standard output: a library
-    must not flood the console of a program that never asked for its logs. An application that
-    configures structlog (or calls :func:`configure_logging`) keeps its configuration.
+    must not flood the console of a program that never asked for its logs, nor print a line
+    for every shard that went well. Faults (a worker that died, a shard retried) are warnings
+    and still show. An application that configures structlog (or calls
+    :func:`configure_logging`) keeps its configuration.
     """
     if not structlog.is_configured():
-        configure_logging(fmt="console", level="info")
+        configure_logging(fmt="console", level="warning")

@@ -196,6 +196,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
 
     events = [json.loads(line)["event"] for line in (run / "log.jsonl").read_text().splitlines()]
     assert events.count("pool_started") == 1 and events.count("iteration_done") == 2
+    assert "worker_killed" not in events  # a normal end kills no worker (once: reason=close_timeout, every run)
     assert events[0] == "run_started" and "iteration_saved" in events
 
     for iteration in (0, 1):

@@ -414,7 +414,7 @@ async def test_aclose_from_another_task_ends_a_running_call_with_closed_error(lo
 
 
 @pytest.mark.timeout(90)
-def test_a_program_that_configures_no_logging_sees_no_debug_events(tmp_path: Path) -> None:
+def test_a_program_that_configures_no_logging_sees_no_event_of_a_call_that_went_well(tmp_path: Path) -> None:
     script = tmp_path / "quiet.py"
     script.write_text(
         textwrap.dedent(
@@ -438,5 +438,5 @@ def test_a_program_that_configures_no_logging_sees_no_debug_events(tmp_path: Pat
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "DONE\n"  # nothing of the library on standard output
-    assert "shard_dispatched" not in done.stderr and "weights_loaded" not in done.stderr
-    assert "shard_done" in done.stderr  # info events still go to standard error
+    # warnings only: once every shard printed an info line
+    assert done.stderr == "", done.stderr

@@ -498,6 +498,19 @@ async def test_closing_removes_processes_and_files_and_refuses_later_calls(logs:
 @pytest.mark.timeout(60)
 @pytest.mark.asyncio
 @pytest.mark.slow
+async def test_a_normal_close_reports_no_worker_killed(logs: Logs, children: Children) -> None:
+    # Once every close logged worker_killed reason=close_timeout at info: idle workers took over
+    # a second to exit (the garbage collector's passes over torch at interpreter exit).
+    for _ in range(2):
+        async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1) as selfplay:
+            await selfplay.play(tiny(), None, FaultConfig(n_games=4, plies=2))
+    assert [e for e in events(logs, "worker_killed") if e["log_level"] != "debug"] == []
+    assert children() == []
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+@pytest.mark.slow
 async def test_aclose_kills_workers_that_do_not_exit_in_time(logs: Logs, children: Children) -> None:
     """A worker still busy when the SelfPlay closes (here: a stream left suspended while its other
     shard hangs inside C) is killed after ``cancel_grace``; aclose does not return before."""

@@ -256,8 +256,12 @@ class LocalBackend(SlotBackend[WorkerProcess]):
             self.arrays.cancel[slot] = 1  # a shard still running stops at its next heartbeat
 
         async def close_one(slot: int, proc: WorkerProcess) -> None:
+            busy = self.arrays.phase[slot] != progress.IDLE
             if not await proc.close(grace=grace):
-                self._log_killed(slot, proc, "close_timeout")
+                if busy:  # a shard that would not stop
+                    self._log_killed(slot, proc, "close_timeout")
+                else:  # an idle worker slow to exit: nothing was lost, nothing to report
+                    self.log.debug("worker_killed", slot=slot, worker=proc.number, pid=proc.pid, reason="close_idle")
 
         await asyncio.gather(*(close_one(slot, p) for slot, p in enumerate(self.slots) if p is not None))
         self._let_go()
