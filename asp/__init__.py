@@ -1,14 +1,23 @@
 """asp: an async self-play orchestrator for reinforcement learning on board games.
 
-The public API; everything else is an implementation module.
+The public API; everything else is an implementation module. The names that need torch
+(:class:`SelfPlay`, :class:`Pipeline`, ...) are imported on first use, so that a program
+(``asp --help``) that needs none of them does not wait for torch to load.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from asp.errors import AspError, ClosedError, ConfigError, LoopError, ShardCancelled, ShardFailed
 from asp.log import configure_logging
-from asp.pipeline import IterationReport, Pipeline
 from asp.progress import heartbeat, more_games
-from asp.selfplay import PlayFn, SelfPlay, ShardResult
-from asp.sync import SyncSelfPlay, play_games_parallel
+
+if TYPE_CHECKING:
+    from asp.pipeline import IterationReport, Pipeline
+    from asp.selfplay import PlayFn, SelfPlay, ShardResult
+    from asp.sync import SyncSelfPlay, play_games_parallel
 
 __all__ = [
     "AspError",
@@ -29,3 +38,25 @@ __all__ = [
     "play_games_parallel",
 ]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "IterationReport": "asp.pipeline",
+    "Pipeline": "asp.pipeline",
+    "PlayFn": "asp.selfplay",
+    "SelfPlay": "asp.selfplay",
+    "ShardResult": "asp.selfplay",
+    "SyncSelfPlay": "asp.sync",
+    "play_games_parallel": "asp.sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'asp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import torch
-
 __all__ = ["is_special_file", "save_atomic", "write_bytes_atomic", "write_text_atomic"]
 
 
@@ -84,6 +82,8 @@ def save_atomic(obj: object, path: str | os.PathLike[str]) -> None:
     The bytes are made in memory first: ``torch.save`` into a file that cannot be written (a
     full disk) raises a RuntimeError without its cause, where a plain write raises the OSError
     that says it (``ENOSPC``)."""
+    import torch  # here: what imports this module for text files need not wait for torch
+
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     _write_atomic(path, True, lambda f: f.write(buffer.getbuffer()))

@@ -27,8 +27,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from asp.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -80,6 +78,8 @@ def check_rebuildable(net: nn.Module, role: str, *, importable: bool = True) -> 
         return
     name = cls.__qualname__
     rebuild = f"{name}(net.cfg)" if cfg is not None else f"{name}()"
+    import torch  # here: the checks of plain values need no torch
+
     try:
         with torch.random.fork_rng(devices=[]):  # building draws from torch's generator: not the caller's
             rebuilt = cls(cfg) if cfg is not None else cls()

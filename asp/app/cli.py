@@ -28,14 +28,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import torch
-
 from asp.app.outputs import check_output_file, writing
 from asp.app.train_command import EXIT_INTERRUPTED, engine_from_options, train_command
 from asp.errors import AspError, ConfigError
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
+    import torch
+
     from asp.search import SearchConfig
     from asp.tinychess.engine import EngineConfig
 
@@ -56,14 +56,21 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     commands = (_train_parser(sub), _play_parser(sub), _eval_parser(sub), _show_parser(sub), _moves_parser(sub))
     for p in commands:
-        p.add_argument("--log-format", choices=LOG_FORMATS, default="console", help="console or json lines")
-        p.add_argument("--log-level", choices=LOG_LEVELS, default="warning", help="least level logged")
+        p.add_argument(
+            "--log-format", choices=LOG_FORMATS, default="console", help="console or json lines (default console)"
+        )
+        p.add_argument(
+            "--log-level", choices=LOG_LEVELS, default="warning", help="least level logged (default warning)"
+        )
     return parser
 
 
-def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
-    from asp.pipeline import MAX_STALENESS
+MAX_STALENESS = 16
+"""``asp.pipeline.MAX_STALENESS``, for the help text: importing the pipeline imports torch,
+which ``asp --help`` should not wait for (tests/test_cli_help.py keeps the two equal)."""
 
+
+def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="train a game (TinyChess by default) by pipelined self-play (the main job)")
     train.add_argument(
         "--game",
@@ -80,7 +87,8 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         "--eval-vs",
         choices=("random", "stockfish"),
         default="random",
-        help="opponents of every evaluation: the random mover (default), or Stockfish as well",
+        help="opponents of every evaluation: the game's movers (TinyChess: the random and the one-ply greedy "
+        "mover; default), or Stockfish as well",
     )
     train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
     train.add_argument("--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100)")
@@ -115,7 +123,7 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
 def _add_machine_options(train: argparse.ArgumentParser) -> None:
     """``asp train``'s options of where and how it runs, rather than what it trains."""
     train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
-    train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker")
+    train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker (default 1)")
     train.add_argument(
         "--trainer-threads", type=int, help="torch threads of the trainer (default: every core; the split is printed)"
     )
@@ -142,17 +150,20 @@ def _play_parser(sub: _Commands) -> argparse.ArgumentParser:
     play.add_argument(
         "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
     )
-    play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model)")
+    play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model; default 0)")
     play.add_argument("--temperature", type=float, help="sampling temperature (default 1)")
     play.add_argument("--search", type=int, help=SEARCH_HELP)
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
-    play.add_argument("--workers", type=int, default=1, help="worker processes (1: play in this process)")
+    play.add_argument("--workers", type=int, default=1, help="worker processes (default 1: play in this process)")
     play.add_argument("--out", help="file to write (default selfplay.pgn; other games: selfplay.jsonl)")
     return play
 
 
 def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
-    ev = sub.add_parser("eval", help="score a checkpoint against a mover, Stockfish or another checkpoint")
+    ev = sub.add_parser(
+        "eval",
+        help="score a checkpoint against a mover (random, greedy, a game's own), Stockfish or another checkpoint",
+    )
     ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
     ev.add_argument(
         "--vs",
@@ -170,12 +181,15 @@ def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
     )
     ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
     ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the games")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
     ev.add_argument(
         "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
     )
     ev.add_argument(
-        "--workers", type=int, default=1, help="worker processes, each with its own engine (1: play in this process)"
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes, each with its own engine (default 1: play in this process)",
     )
     ev.add_argument(
         "--skill",
@@ -255,10 +269,14 @@ def _play(args: argparse.Namespace) -> int:
         if isinstance(run_cfg, GameRunConfig):
             return game_play(args, model, version, run_cfg)
     elif (args.game or TINYCHESS) != TINYCHESS:
+        import torch
+
         fresh = GameRunConfig(game=args.game)
         torch.manual_seed(args.seed)
         return game_play(args, new_model(fresh), 0, fresh)
     else:
+        import torch
+
         torch.manual_seed(args.seed)
         model = TinyChess()
     args.out = args.out or "selfplay.pgn"

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import torch
-
 from asp.app.outputs import check_output_directory
 from asp.checks import check_int
 from asp.errors import ConfigError
@@ -229,9 +227,10 @@ def _check_run_files(run: RunDir) -> None:
 
 def _check_device(device: str) -> None:
     """ConfigError when the trainer's device is a CUDA one and this torch has none."""
-
     if not device.startswith("cuda"):
         return
+    import torch
+
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     index = int(device.partition(":")[2] or 0)
     if index >= count:

@@ -1,0 +1,56 @@
+"""The command line's help: quick (no torch imported), and every option's default shown."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from asp.app import cli
+from asp.pipeline import MAX_STALENESS
+
+COMMANDS = ("train", "play", "eval", "show", "moves")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("argv", [["--help"]] + [[command, "--help"] for command in COMMANDS], ids=" ".join)
+def test_help_imports_no_torch(argv: list[str]) -> None:
+    # Once --help took 4.3 s, most of it importing torch.
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "asp.app.cli", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and "usage: asp" in done.stdout, done.stderr[-2000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]
+    assert "asp" in imported and "torch" not in imported
+
+
+def _options() -> list[tuple[str, argparse.Action]]:
+    [commands] = [a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return [
+        (name, action)
+        for name, parser in commands.choices.items()
+        for action in parser._actions
+        if action.option_strings and not isinstance(action, argparse._HelpAction)
+    ]
+
+
+@pytest.mark.parametrize(("command", "action"), _options(), ids=lambda x: x if isinstance(x, str) else x.dest)
+def test_an_option_with_a_default_value_says_it_in_its_help(command: str, action: argparse.Action) -> None:
+    # A flag's default is off, and an option whose default is None either says its default
+    # or is not given: only the options that hold a value by default must say which.
+    if action.default is None or isinstance(action.default, bool):
+        return
+    assert "default" in (action.help or ""), f"asp {command} {action.option_strings[-1]}: {action.help!r}"
+
+
+def test_the_help_names_the_greedy_mover_that_every_evaluation_plays() -> None:
+    text = cli._parser().format_help()
+    assert "greedy" in text
+    [eval_vs] = [action for command, action in _options() if command == "train" and action.dest == "eval_vs"]
+    assert "greedy" in (eval_vs.help or "")
+
+
+def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
+    assert cli.MAX_STALENESS == MAX_STALENESS
