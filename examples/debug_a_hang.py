@@ -5,31 +5,34 @@ in the shard that holds game ``--fault-game``, the first time only (``once=True`
 
     python examples/debug_a_hang.py                  # stall_timeout 2 s; try --stall-timeout 5
 
-What the log says (a real run, trimmed: dates and some fields cut, paths shortened, lines wrapped)::
+What the log says (a real run, trimmed: dates, line numbers and some fields cut, paths shortened, lines
+wrapped)::
 
-    10:20:21.197 [info     ] pool_started    pids=[21990, 21993] seconds=3.912 workers=2
-    10:20:21.463 [info     ] shard_done      attempt=0 games=2 pid=21990 plies=20 seconds=0.243 shard=0
-    [... shards 2 and 3 done by pid 21990 too ...]
-    10:20:23.589 [error    ] worker_stalled  attempt=0 model_version=0 pid=21993 plies=11 process=21942
-                                             publication=1 seconds_without_progress=2.06 shard=1 slot=1
-    Thread 0x00007f459e5286c0 (most recent call first):
-      File "asp/worker.py", line 79 in watch
-      File ".../threading.py", line 982 in run
+    11:48:23.561 [info     ] pool_started    pids=[2266, 2269] seconds=12.143 workers=2
+    11:48:23.995 [info     ] shard_done      attempt=0 games=2 pid=2266 plies=20 seconds=0.243 shard=0
+    [... shards 2 and 3 done by pid 2266 too ...]
+    11:48:26.150 [error    ] worker_stalled  attempt=0 model_version=0 pid=2269 plies=11 process=2221
+                                             publication=1 seconds_without_progress=2.09 shard=1 slot=1
+    Thread 0x00007f88c4c286c0 (most recent call first):
+      File "asp/worker.py", line ... in watch
+      File ".../threading.py", line ... in run
       [...]
-    Current thread 0x00007f45c0be5b80 (most recent call first):
-      File "asp/testing.py", line 91 in _misbehave
-      File "asp/testing.py", line 110 in fault_play
-      File "asp/worker.py", line 172 in run_shard
-      File ".../concurrent/futures/process.py", line 261 in _process_worker
+    Current thread 0x00007f88e741ab80 (most recent call first):
+      File "asp/testing.py", line ... in _misbehave
+      File "asp/testing.py", line ... in _begin
+      File "asp/testing.py", line ... in fault_play
+      File "asp/worker.py", line ... in play_task
+      File "asp/worker.py", line ... in run_shard
+      File ".../concurrent/futures/process.py", line ... in _process_worker
       [...]
-    10:20:23.610 [info     ] worker_killed   pid=21993 reason='worker 21993 stalled: no progress for 2.1 s'
+    11:48:26.223 [info     ] worker_killed   pid=2269 reason='worker 2269 stalled: no progress for 2.1 s'
                                              slot=1 worker=2
-    10:20:23.610 [warning  ] shard_retried   attempt=0 reason='worker 21993 stalled: no progress for 2.1 s'
-                                             shard=1 traceback='Thread 0x00007f459e5286c0 [...]'
-    10:20:23.613 [info     ] worker_respawning pid=22078 slot=1
-    10:20:23.814 [info     ] shard_done      attempt=1 games=2 pid=21990 plies=20 seconds=0.203 shard=1
-    10:20:25.481 [info     ] selfplay_closed
-    played 8 games (ids 0..7) in 2.6 s; retries 1, pool respawns 1
+    11:48:26.224 [warning  ] shard_retried   attempt=0 reason='worker 2269 stalled: no progress for 2.1 s'
+                                             shard=1 traceback='Thread 0x00007f88c4c286c0 [...]'
+    11:48:26.243 [info     ] worker_respawning pid=2278 slot=1
+    11:48:26.462 [info     ] shard_done      attempt=1 games=2 pid=2266 plies=20 seconds=0.213 shard=1
+    11:48:28.524 [info     ] selfplay_closed
+    played 8 games (ids 0..7) in 2.7 s; retries 1, pool respawns 1
 
 How to read ``worker_stalled``, step by step:
 
@@ -47,8 +50,8 @@ How to read ``worker_stalled``, step by step:
 5. The stack is every thread of that worker (faulthandler), each block "most recent call
    first": the first frame under a thread's header is where that thread is now. Find the
    thread whose frames pass through your play_fn (``fault_play`` here): its top frame,
-   ``_misbehave`` at testing.py line 91 (the ``time.sleep`` inside ``while True``), is where
-   it hung. The thread whose top frame is ``watch`` in asp/worker.py is asp's own
+   ``_misbehave`` in asp/testing.py (the ``time.sleep`` inside ``while True``; the log gives
+   its line), is where it hung. The thread whose top frame is ``watch`` in asp/worker.py is asp's own
    ``asp-parent-watchdog`` (faulthandler prints no thread names); it sleeps there by design.
    "Current thread" only names the thread that handled the signal.
 

@@ -6,13 +6,16 @@ fill its replay buffer (and start learning) while the other shards are still bei
 ``contextlib.aclosing`` makes leaving the loop early (a ``break``, an exception) cancel the
 shards still running at once, rather than whenever the generator is garbage-collected.
 
-    python examples/stream_shards.py --games 16 --workers 2 --max-plies 24
+    python examples/stream_shards.py --games 24 --workers 2 --shard-games 2 --max-plies 100
 
 Prints one line per result as it arrives (seconds since the call began, then its first
 shard's index, how many shards it holds, attempt, worker pid, seconds in the worker, games and
-their ids), then when the first and the last result arrived. With the default ``shard_games``
+their ids), then when the first and the last result arrived: with the command above, twelve
+results of two games, the first after about a fifth of the call's time (0.77 s of 3.94 s on a
+2-core machine that played 10,000 random plies a second). With the default ``shard_games``
 a worker is sent several small shards at once and takes more as its games end, so one result
-can hold shards whose games are not contiguous; ``--shard-games N`` gives one shard per result.
+can hold shards whose games are not contiguous, and a small call comes back as one result
+per worker; ``--shard-games N`` gives one shard per result.
 """
 
 from __future__ import annotations
