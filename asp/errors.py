@@ -12,7 +12,16 @@ The hierarchy::
 
 from __future__ import annotations
 
-__all__ = ["AspError", "ClosedError", "ConfigError", "LoopError", "ShardCancelled", "ShardFailed"]
+__all__ = [
+    "AspError",
+    "ClosedError",
+    "ConfigError",
+    "LoopError",
+    "NotRetried",
+    "PlayExited",
+    "ShardCancelled",
+    "ShardFailed",
+]
 
 
 class AspError(Exception):
@@ -34,15 +43,25 @@ class ShardFailed(AspError):
     worker died).
     """
 
-    def __init__(self, shard: int, attempts: int, reason: str, traceback: str) -> None:
+    def __init__(
+        self, shard: int, attempts: int, reason: str, traceback: str, error: BaseException | None = None
+    ) -> None:
         super().__init__(f"shard {shard} failed after {attempts} attempt(s): {reason}")
         self.shard = shard
         self.attempts = attempts
         self.reason = reason
         self.traceback = traceback
+        self.error = error
+        """The exception the play function raised in the last attempt (None: its worker died)."""
 
-    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str]]:
-        return type(self), (self.shard, self.attempts, self.reason, self.traceback)
+    def __reduce__(self) -> tuple[type[ShardFailed], tuple[int, int, str, str, BaseException | None]]:
+        return type(self), (self.shard, self.attempts, self.reason, self.traceback, self.error)
+
+
+class NotRetried(AspError):
+    """A failure of a play function that another attempt would only repeat (an engine that
+    cannot start, a file that is missing): raised in a worker, it fails its call at once
+    with :class:`ShardFailed` (``error`` is this exception), without retries."""
 
 
 class ShardCancelled(AspError):

@@ -28,7 +28,7 @@ from typing import Any
 from asp import progress
 from asp.backends.base import Backend, SlotState, UnreadableResult, WorkerLost, remote_traceback
 from asp.calls import Call, ShardResult
-from asp.errors import AspError, ShardCancelled, ShardFailed
+from asp.errors import AspError, NotRetried, ShardCancelled, ShardFailed
 from asp.shards import Shard, id_mismatch
 
 __all__ = ["Flight", "Flights"]
@@ -188,7 +188,7 @@ class Flights:
             self._retry(flight, taken, exc.reason, exc.cause or exc.reason)
         else:
             assert exc is not None
-            self._retry(flight, taken, f"play_fn raised {exc!r}", remote_traceback(exc))
+            self._retry(flight, taken, f"play_fn raised {exc!r}", remote_traceback(exc), error=exc)
 
     def _deliver(self, flight: Flight, out: Any) -> None:
         """Check a flight's output against the ids of the games it played and give it to its call."""
@@ -301,19 +301,23 @@ class Flights:
 
     # -- retries ------------------------------------------------------------------------------
 
-    def _retry(self, flight: Flight, taken: int, reason: str, details: str) -> None:
-        """Queue a failed flight's shards again (one attempt more each), or raise ShardFailed.
+    def _retry(self, flight: Flight, taken: int, reason: str, details: str, error: BaseException | None = None) -> None:
+        """Queue a failed flight's shards again (one attempt more each), or raise ShardFailed:
+        after its last retry, or at once for an ``error`` that is :class:`NotRetried`.
 
         Its shards and the offers it took count as attempted; offers it had not taken go back
         as they were."""
         call = flight.call
         lost = flight.played(taken)
         worst = max(lost, key=lambda s: s.attempt)
+        if isinstance(error, NotRetried):  # the caller gets it, said as it is: no fault to report here
+            call.log.info("shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason)
+            raise ShardFailed(worst.index, worst.attempt + 1, reason, details, error)
         if worst.attempt >= self.retries:
             call.log.error(
                 "shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason, traceback=details
             )
-            raise ShardFailed(worst.index, worst.attempt + 1, reason, details)
+            raise ShardFailed(worst.index, worst.attempt + 1, reason, details, error)
         call.log.warning(
             "shard_retried",
             shard=flight.lead.index,

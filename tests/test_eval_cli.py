@@ -148,6 +148,25 @@ def test_a_missing_engine_is_a_one_line_usage_error(
     assert "no Stockfish found" in err and "--engine PATH" in err
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_broken_engine_ends_the_match_in_one_line_in_one_worker_or_several(
+    runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    # Once, in two workers, EngineFailed was a shard failure retried three times (68 s), and
+    # the last line said "play_fn raised EngineFailed" after 15 lines of traceback text.
+    engine = tmp_path / "broken.sh"
+    engine.write_text("#!/bin/sh\necho broken >&2\nexit 1\n")
+    engine.chmod(0o755)
+    argv = [str(runs[0]), "--vs", "uci", "--engine", str(engine), "--games", "12", "--workers", workers]
+    assert main(["eval", *argv]) == 2
+    err = capsys.readouterr().err.strip()  # the engine's failures as warnings (in this process), then the line
+    assert "Traceback" not in err and "play_fn raised" not in err, err
+    last = err.splitlines()[-1]
+    assert last.startswith(f"asp eval: broken.sh nodes 100 ({engine}) failed 3 times in a row; the last: "), err
+
+
 @pytest.mark.timeout(60)
 @pytest.mark.slow
 def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from selfplay_helpers import Logs, events, ids, tiny
 from torch import nn
 
 from asp import ClosedError, SelfPlay, ShardFailed
+from asp.errors import NotRetried
 from asp.testing import FaultConfig, fault_play
 
 Children = Callable[[], list[int]]
@@ -127,6 +128,8 @@ def bad_result_play(model: nn.Module, opp: nn.Module | None, cfg: FaultConfig) -
         return records, None
     if broken == "one value":
         return None
+    if broken == "not retried":
+        raise NotRetried("the engine cannot start")
     raise NeedsTwoArgs("board", "broken")
 
 
@@ -380,6 +383,17 @@ async def test_a_play_fn_that_returns_nonsense_or_raises_what_cannot_be_unpickle
                 await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=1, marker_dir=broken))
             assert message in str(info.value) + info.value.traceback, broken
         assert selfplay.pids == pids and not events(logs, "worker_died")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_a_failure_that_another_attempt_would_repeat_fails_the_call_at_once(logs: Logs) -> None:
+    async with SelfPlay(workers=1, play_fn=bad_result_play, retries=2) as selfplay:
+        with pytest.raises(ShardFailed, match="failed after 1 attempt") as info:
+            await selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=1, marker_dir="not retried"))
+        assert isinstance(info.value.error, NotRetried) and str(info.value.error) == "the engine cannot start"
+        assert not events(logs, "shard_retried")
+        assert [e["log_level"] for e in events(logs, "shard_failed")] == ["info"]  # the caller has it
 
 
 # -- 11. smaller ones ------------------------------------------------------------------------

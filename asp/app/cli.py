@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from asp.app.outputs import check_output_file, writing
 from asp.app.train_command import EXIT_INTERRUPTED, engine_from_options, train_command
-from asp.errors import AspError, ConfigError
+from asp.errors import AspError, ConfigError, NotRetried, ShardFailed
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
@@ -476,6 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return moves_command(args)
     except AspError as e:
+        if isinstance(e, ShardFailed) and isinstance(e.error, NotRetried):
+            e = e.error  # a worker's own one-line account (a broken engine): the shard adds nothing
         print(f"asp {args.command}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # asp train handles its own; play, eval and show just stop

@@ -52,7 +52,7 @@ import torch
 from torch import nn
 
 from asp.checks import SECONDS, check_int, check_number
-from asp.errors import AspError, ConfigError
+from asp.errors import ConfigError, NotRetried
 
 __all__ = [
     "ENGINE_DIRS",
@@ -81,7 +81,7 @@ class EngineNotFound(ConfigError):
     no path, ``stockfish`` is neither on PATH nor in :data:`ENGINE_DIRS`."""
 
 
-class EngineFailed(AspError, RuntimeError):
+class EngineFailed(NotRetried, RuntimeError):
     """The engine failed ``EngineConfig.max_failures`` times in a row: the opponent gave up."""
 
 
