@@ -281,12 +281,11 @@ class _Step(Generic[State]):
             g.keep(rows[i], game.actions(g.state), game.to_move(g.state))
         for side in self.sides:
             if rows_of[side.is_model]:
-                encoded = unpacked(game, rows) if side.is_model and rows is not None else None
-                self._side_moves(side, rows_of[side.is_model], encoded)
+                self._side_moves(side, rows_of[side.is_model], rows if side.is_model else None)
         return len(games)
 
-    def _side_moves(self, side: _Side, games: list[_Game[State]], encoded: torch.Tensor | None) -> None:
-        """``side`` moves in ``games`` (``encoded``: their encoding, if already made)."""
+    def _side_moves(self, side: _Side, games: list[_Game[State]], rows: np.ndarray | None) -> None:
+        """``side`` moves in ``games`` (``rows``: their packed encoding, if already made)."""
         game = self.cfg.game
         if side.mover is not None:
             for g in games:
@@ -299,7 +298,8 @@ class _Step(Generic[State]):
                 g.searching = True
                 self.searches[side.is_model].start(g, search_root(game, g.state), g.rng)
         else:
-            logits, _ = side.net(encoded if encoded is not None else game.encode([g.state for g in games]))
+            encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
+            logits, _ = side.net(encoded)
             logits = logits.float()
             for i, g in enumerate(games):
                 wins = game.status(g.state).winning if self.cfg.take_wins else ()
