@@ -1,4 +1,11 @@
-"""The Connect Four network: a small residual MLP over the board's two planes.
+"""The Connect Four network: a 4x4 convolution over five planes of the board, then a small
+residual MLP.
+
+From the two planes of :meth:`asp.connect4.ConnectFour.encode` (the side to move's stones, the
+opponent's) the network derives three more, exactly, with fixed kernels: the empty cells
+that would complete a four of the side to move, those of the opponent (playable now or not:
+a threat's row and whether its column can reach it decide Connect Four), and the cells
+playable now.
 
 >>> import torch
 >>> net = C4Net()
@@ -18,10 +25,51 @@ from asp.checks import check_int
 from asp.connect4.rules import HEIGHT, WIDTH
 from asp.games.nets import ResidualBlock
 
-__all__ = ["N_FEATURES", "C4Config", "C4Net"]
+__all__ = ["N_FEATURES", "N_PLANES", "C4Config", "C4Net", "planes_of"]
 
 N_FEATURES = 2 * WIDTH * HEIGHT
 """The side to move's stones, then the opponent's, one 0/1 feature a cell."""
+N_PLANES = 5
+"""Planes the network sees: the two of the features, the threats of either side, the cells
+playable now."""
+
+
+def _line_kernels() -> torch.Tensor:
+    """``(4, 1, 4, 4)``: the four-in-a-row lines through a 4x4 window (axes: column, row)."""
+    lines = torch.zeros(4, 1, 4, 4)
+    for k in range(4):
+        lines[0, 0, k, 0] = 1.0  # along a row
+        lines[1, 0, 0, k] = 1.0  # up a column
+        lines[2, 0, k, k] = 1.0  # diagonal, up to the right
+        lines[3, 0, k, 3 - k] = 1.0  # diagonal, down to the right
+    return lines
+
+
+def planes_of(features: torch.Tensor) -> torch.Tensor:
+    """``(B, 5, 7, 6)``: the planes of the network (:data:`N_PLANES`) from ``(B, 84)`` features.
+
+    >>> from asp.connect4 import ConnectFour
+    >>> game = ConnectFour()
+    >>> planes = planes_of(game.encode([game.parse_state("445566")]))
+    >>> [(c, r) for c, r in planes[0, 2].nonzero().tolist()]  # the side to move's threats
+    [(2, 0), (6, 0)]
+    """
+    stones = features.reshape(-1, 2, WIDTH, HEIGHT)
+    lines = _line_kernels().to(features.dtype)
+    # stones of each side in every line of four (the board padded by 3 cells: the lines that
+    # stick out of it count no stone there, and have no empty cell there either)
+    counts = nn.functional.conv2d(stones.reshape(-1, 1, WIDTH, HEIGHT), lines, padding=3)
+    counts = counts.reshape(-1, 2, 4, WIDTH + 3, HEIGHT + 3)
+    own, other = counts[:, 0], counts[:, 1]
+    empty = 1.0 - stones.sum(dim=1)
+    threats = []
+    for mine, theirs in ((own, other), (other, own)):
+        three = ((mine == 3) & (theirs == 0)).to(features.dtype)  # a line that one stone completes
+        # back from the lines to their cells (the adjoint of the convolution), the empty ones kept
+        cells = nn.functional.conv_transpose2d(three.reshape(-1, 4, WIDTH + 3, HEIGHT + 3), lines, padding=3)
+        threats.append((cells[:, 0] > 0).to(features.dtype) * empty)
+    below = torch.cat([torch.ones_like(empty[:, :, :1]), 1.0 - empty[:, :, :-1]], dim=2)
+    return torch.cat([stones, torch.stack(threats, dim=1), (empty * below).unsqueeze(1)], dim=1)
 
 
 @dataclass(frozen=True)
@@ -32,10 +80,14 @@ class C4Config:
     """Width of the residual trunk (8 to 4096)."""
     blocks: int = 2
     """Residual blocks in the trunk, two linear layers each (0 to 32)."""
+    channels: int = 16
+    """Channels of the 4x4 convolution over the board that feeds the trunk (1 to 256): every
+    four-in-a-row window of the board fits in its kernel."""
 
     def __post_init__(self) -> None:
         check_int("C4Config.hidden", self.hidden, 8, 4096)
         check_int("C4Config.blocks", self.blocks, 0, 32)
+        check_int("C4Config.channels", self.channels, 1, 256)
 
 
 class C4Net(nn.Module):
@@ -45,12 +97,18 @@ class C4Net(nn.Module):
         super().__init__()
         self.cfg = cfg if cfg is not None else C4Config()
         width = self.cfg.hidden
-        self.stem = nn.Linear(N_FEATURES, width)
+        # The planes and a plane of ones (the board's edge is then seen through the padding),
+        # padded by 3 cells: every 4x4 window that holds a cell of the board, 10 x 9 of them.
+        self.windows = nn.Conv2d(N_PLANES + 1, self.cfg.channels, 4, padding=3)
+        self.stem = nn.Linear(self.cfg.channels * (WIDTH + 3) * (HEIGHT + 3), width)
         self.trunk = nn.Sequential(*(ResidualBlock(width) for _ in range(self.cfg.blocks)))
         self.policy = nn.Linear(width, WIDTH)
         self.value = nn.Sequential(nn.Linear(width, 64), nn.ReLU(), nn.Linear(64, 1))
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits, value)`` of shapes ``(B, 7)`` and ``(B,)``."""
-        h = self.trunk(torch.relu(self.stem(features)))
+        planes = planes_of(features)
+        planes = torch.cat([planes, torch.ones_like(planes[:, :1])], dim=1)
+        h = torch.relu(self.windows(planes)).flatten(1)
+        h = self.trunk(torch.relu(self.stem(h)))
         return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)

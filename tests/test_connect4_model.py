@@ -1,0 +1,67 @@
+"""The Connect Four network's derived planes (asp.connect4.model.planes_of) against a count by
+hand on random positions: the threats of either side and the playable cells, cell by cell."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from asp.connect4 import ConnectFour
+from asp.connect4.model import N_PLANES, C4Config, C4Net, planes_of
+from asp.connect4.rules import HEIGHT, WIDTH, Board, cell, is_over, legal_columns, play
+
+GAME = ConnectFour()
+DIRECTIONS = ((1, 0), (0, 1), (1, 1), (1, -1))
+
+
+def random_positions(count: int, seed: int) -> list[Board]:
+    rng = random.Random(seed)
+    found: list[Board] = []
+    while len(found) < count:
+        board = GAME.start()
+        for _ in range(rng.randrange(0, 30)):
+            if is_over(board):
+                break
+            board = play(board, rng.choice(legal_columns(board)))
+        if not is_over(board):
+            found.append(board)
+    return found
+
+
+def completes_four(grid: list[list[int]], column: int, row: int, player: int) -> bool:
+    """Whether a stone of ``player`` at the empty cell completes four in a row (by hand)."""
+    for dc, dr in DIRECTIONS:
+        run = 1
+        for sign in (1, -1):
+            c, r = column + sign * dc, row + sign * dr
+            while 0 <= c < WIDTH and 0 <= r < HEIGHT and grid[c][r] == player:
+                run, c, r = run + 1, c + sign * dc, r + sign * dr
+        if run >= 4:
+            return True
+    return False
+
+
+def test_the_planes_are_the_stones_the_threats_of_either_side_and_the_playable_cells() -> None:
+    boards = random_positions(300, seed=7)
+    planes = planes_of(GAME.encode(boards))
+    assert planes.shape == (300, N_PLANES, WIDTH, HEIGHT)
+    for board, got in zip(boards, planes, strict=True):
+        mover = 1 + board.to_move  # cell() says 1 for the first player, 2 for the second
+        grid = [[cell(board, c, r) for r in range(HEIGHT)] for c in range(WIDTH)]
+        for c in range(WIDTH):
+            for r in range(HEIGHT):
+                empty = grid[c][r] == 0
+                assert got[0, c, r] == (grid[c][r] == mover) and got[1, c, r] == (grid[c][r] == 3 - mover)
+                assert got[2, c, r] == (empty and completes_four(grid, c, r, mover)), (board, c, r)
+                assert got[3, c, r] == (empty and completes_four(grid, c, r, 3 - mover)), (board, c, r)
+                assert got[4, c, r] == (empty and (r == 0 or grid[c][r - 1] != 0))
+
+
+def test_the_network_is_rebuilt_from_its_config_alone() -> None:
+    net = C4Net(C4Config(hidden=32, blocks=1, channels=4))
+    rebuilt = type(net)(net.cfg)
+    assert {k: v.shape for k, v in net.state_dict().items()} == {k: v.shape for k, v in rebuilt.state_dict().items()}
+    logits, value = net(GAME.encode(random_positions(3, seed=1)))
+    assert logits.shape == (3, WIDTH) and value.shape == (3,) and bool((value.abs() <= 1).all())
+    assert torch.isfinite(logits).all()
