@@ -557,14 +557,14 @@ def _assert_usage_error(result: subprocess.CompletedProcess[str], path: Path, *w
 
 
 @pytest.mark.timeout(RUN_LIMIT)
-@pytest.mark.parametrize("option", ["--trainer-threads", "--workers"])
+@pytest.mark.parametrize("option", ["--trainer-threads", "--threads-per-worker"])
 @pytest.mark.slow
 def test_a_thread_count_below_one_is_a_usage_error_naming_the_option_and_creates_no_run(
     tmp_path: Path, option: str
 ) -> None:
     run = tmp_path / "run"
     result = asp("train", option, "0", "--run-dir", str(run), "--no-progress", cwd=tmp_path)
-    assert result.returncode == 2 and f"{option} must be at least 1, got 0" in result.stderr, result.stderr
+    assert result.returncode == 2 and f"{option} must be an int in 1..256, got 0" in result.stderr, result.stderr
     assert not run.exists()
 
 
