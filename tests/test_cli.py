@@ -632,16 +632,19 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
     line = result.stdout.strip()
     found = re.search(
         r"\(version 2\) against a random mover: score (\d\.\d{3}) \(\+(\d+) =(\d+) -(\d+) of 8\), "
-        r"Elo ([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]",
+        r"Elo (?:([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]|([<>]) [+-]\d+ \(95%\))",
         line,
     )
     assert found, line
     score = float(found.group(1))
     wins, draws, losses = (int(found.group(i)) for i in (2, 3, 4))
-    elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
     assert wins + draws + losses == 8
     assert score == pytest.approx((wins + 0.5 * draws) / 8, abs=1e-3)
-    assert low <= elo <= high
+    if found.group(8) is not None:  # every game won or lost: a one-sided bound
+        assert found.group(8) == (">" if score == 1.0 else "<") and score in (0.0, 1.0)
+    else:
+        elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
+        assert low <= elo <= high
 
 
 def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:

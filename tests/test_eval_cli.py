@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 LINE = (
     r"\(version {version}\) against {opponent}: score (\d\.\d{{3}}) \(\+(\d+) =(\d+) -(\d+) of {games}\), "
-    r"Elo ([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]"
+    r"Elo (?:([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]|([<>]) ([+-]\d+) \(95%\))"
 )
 
 
@@ -67,9 +67,12 @@ def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 def check_counts(found: re.Match[str], games: int) -> None:
     score = float(found.group(1))
     wins, draws, losses = (int(found.group(i)) for i in (2, 3, 4))
-    elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
     assert wins + draws + losses == games
     assert score == pytest.approx((wins + 0.5 * draws) / games, abs=1e-3)
+    if found.group(8) is not None:  # every game won or lost: a one-sided bound
+        assert found.group(8) == (">" if score == 1.0 else "<") and score in (0.0, 1.0)
+        return
+    elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
     assert low <= elo <= high
 
 
