@@ -1,8 +1,9 @@
 """asp: an async self-play orchestrator for reinforcement learning on board games.
 
-The public API; everything else is an implementation module. The names that need torch
-(:class:`SelfPlay`, :class:`Pipeline`, ...) are imported on first use, so that a program
-(``asp --help``) that needs none of them does not wait for torch to load.
+The public API; everything else is an implementation module. Every name is imported on first
+use: a program that needs none of those that need torch or structlog (``asp --help``) does
+not wait for them to load, and the ``asp`` command's handling of Ctrl-C (:mod:`asp.app.entry`)
+begins before any of asp's own imports.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from asp.errors import AspError, ClosedError, ConfigError, LoopError, ShardCancelled, ShardFailed
-from asp.log import configure_logging
-from asp.progress import heartbeat, more_games
-
 if TYPE_CHECKING:
+    from asp.errors import AspError, ClosedError, ConfigError, LoopError, ShardCancelled, ShardFailed
+    from asp.log import configure_logging
     from asp.pipeline import IterationReport, Pipeline
+    from asp.progress import heartbeat, more_games
     from asp.selfplay import PlayFn, SelfPlay, ShardResult
     from asp.sync import SyncSelfPlay, play_games_parallel
 
@@ -40,12 +40,21 @@ __all__ = [
 __version__ = "0.1.0"
 
 _LAZY = {
+    "AspError": "asp.errors",
+    "ClosedError": "asp.errors",
+    "ConfigError": "asp.errors",
+    "LoopError": "asp.errors",
+    "ShardCancelled": "asp.errors",
+    "ShardFailed": "asp.errors",
+    "heartbeat": "asp.progress",
+    "more_games": "asp.progress",
     "IterationReport": "asp.pipeline",
     "Pipeline": "asp.pipeline",
     "PlayFn": "asp.selfplay",
     "SelfPlay": "asp.selfplay",
     "ShardResult": "asp.selfplay",
     "SyncSelfPlay": "asp.sync",
+    "configure_logging": "asp.log",
     "play_games_parallel": "asp.sync",
 }
 

@@ -48,6 +48,18 @@ def survivors(pids: Iterable[int], *, seconds: float) -> list[int]:
     return alive
 
 
+def process_group(pgid: int) -> list[int]:
+    """Live processes (zombies excepted) of process group ``pgid``."""
+    members = []
+    for process in psutil.process_iter():
+        try:
+            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
+                members.append(process.pid)
+        except (OSError, psutil.Error):
+            pass
+    return members
+
+
 async def wait_until(predicate: Callable[[], object], *, seconds: float = 30.0) -> None:
     """Return once ``predicate()`` is true, polled every 20 ms; fail after ``seconds``."""
     deadline = time.monotonic() + seconds

@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 import pytest
 import torch
-from helpers import pgn_games, survivors
+from helpers import pgn_games, process_group, survivors
 
 from asp.app.checkpoint import load_checkpoint
 from asp.app.run_config import RunConfig
@@ -457,18 +457,6 @@ def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoi
     )
 
 
-def _process_group(pgid: int) -> list[int]:
-    """Live processes (zombies excepted) of process group ``pgid``."""
-    members = []
-    for process in psutil.process_iter():
-        try:
-            if os.getpgid(process.pid) == pgid and process.status() != psutil.STATUS_ZOMBIE:
-                members.append(process.pid)
-        except (OSError, psutil.Error):
-            pass
-    return members
-
-
 @pytest.mark.timeout(RUN_LIMIT + 60)
 @pytest.mark.slow
 def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_path: Path) -> None:
@@ -510,7 +498,7 @@ def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_
         f"children left alive after two Ctrl-C:\n{stderr}"
     )
     deadline = time.monotonic() + 10
-    while (group := _process_group(proc.pid)) and time.monotonic() < deadline:
+    while (group := process_group(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert group == [], f"processes of the run's group left alive:\n{stderr}"
     assert sorted(p.name for p in tmp.glob("asp-*")) == [], f"temporary files left behind:\n{stderr}"

@@ -491,4 +491,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from asp.app.entry import main as entry
+
+    entry()

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import structlog
 
 from asp.errors import AspError
-from asp.worker import die_with_parent
+from asp.worker import ctrl_c_held, die_with_parent, ignore_ctrl_c
 
 __all__ = ["Writer", "WriterFailed"]
 
@@ -76,7 +76,8 @@ class Writer:
             with self._lock:
                 pool = self._pool
                 try:  # a writer that died between calls breaks the pool: submit says so
-                    future = pool.submit(func, *args)  # starts the process on first use
+                    with ctrl_c_held():  # submit starts the process on first use
+                        future = pool.submit(func, *args)
                 except BrokenProcessPool as e:
                     future, broken = None, e
                 if future is not None and self._process is None:
@@ -134,5 +135,5 @@ def _death_of(process: Any, *, seconds: float = 1.0) -> str | None:
 def _writer_started(parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group: the coordinator stops the run, and the write in
     # progress must finish, so the writer ignores it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ignore_ctrl_c()
     die_with_parent(parent_pid)

@@ -119,7 +119,9 @@ class WorkerProcess(SlotWorker):
                 log_settings(),
             ),
         )
-        super().__init__(number, asyncio.get_running_loop().run_in_executor(self.executor, worker.ping))
+        with worker.ctrl_c_held():  # the process is spawned here: deaf to Ctrl-C until initialized
+            started = asyncio.get_running_loop().run_in_executor(self.executor, worker.ping)
+        super().__init__(number, started)
         self.process = _executor_process(self.executor)
 
     @property
@@ -198,13 +200,14 @@ class WorkerProcess(SlotWorker):
             await _wait_exit(self.process, seconds=5.0)
 
     async def close(self, *, grace: float) -> bool:
-        """Let the idle process exit; kill it if it is still alive after ``grace`` seconds.
+        """Let the idle process exit; kill it if it is still alive after ``grace`` seconds, or at
+        once while it is still starting (it holds no shard: nothing to wait for).
 
         False when it had to be killed."""
         if self.killed:
             return True
         self.executor.shutdown(wait=False, cancel_futures=True)
-        exited = self.process is None or await _wait_exit(self.process, seconds=grace)
+        exited = self.process is None or (self.has_started and await _wait_exit(self.process, seconds=grace))
         if not exited:
             await self.kill()
         self.killed = True
@@ -257,11 +260,12 @@ class LocalBackend(SlotBackend[WorkerProcess]):
 
         async def close_one(slot: int, proc: WorkerProcess) -> None:
             busy = self.arrays.phase[slot] != progress.IDLE
+            reason = "close_idle" if proc.has_started else "close_starting"
             if not await proc.close(grace=grace):
                 if busy:  # a shard that would not stop
                     self._log_killed(slot, proc, "close_timeout")
-                else:  # an idle worker slow to exit: nothing was lost, nothing to report
-                    self.log.debug("worker_killed", slot=slot, worker=proc.number, pid=proc.pid, reason="close_idle")
+                else:  # an idle or starting worker: nothing was lost, nothing to report
+                    self.log.debug("worker_killed", slot=slot, worker=proc.number, pid=proc.pid, reason=reason)
 
         await asyncio.gather(*(close_one(slot, p) for slot, p in enumerate(self.slots) if p is not None))
         self._let_go()

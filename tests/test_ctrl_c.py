@@ -1,0 +1,145 @@
+"""Ctrl-C at any moment of ``asp train``, from its first imports to its last clean-up: the
+command ends with one line of its own and status 130, its children say nothing, no writer of
+games and curves starts after the signal, and no process or temporary file is left.
+
+The moments are spread evenly over the length of an uninterrupted run of the same command,
+measured first: Python importing asp and torch, the workers and the writer being spawned and
+importing, playing, training, evaluating, shutting down. Ctrl-C in a terminal reaches the whole
+process group (the command and its children), so the tests signal the group.
+
+Before the fix, a Ctrl-C while a child was still importing printed its KeyboardInterrupt
+traceback (55-80 lines), one while the command imported argparse or torch a traceback of its
+own and status -2; a writer killed that way was replaced during shutdown.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import process_group
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+LIMIT = 120  # seconds for one run; the uninterrupted one takes a tenth of that
+RUN = ("train", "--iterations", "2", "--games", "8", "--max-plies", "20", "--eval-games", "8", "--hidden", "16",
+       "--workers", "2", "--no-progress")  # fmt: skip
+MOMENTS = 10
+OWN_LINE = re.compile(r"(asp( train)?: |iteration \d+/\d+: |trained \d+ iterations)")
+"""The lines the command itself prints: the core budget, progress, the last line."""
+
+
+class Job:
+    """``asp train`` started as a shell starts a job: a process group of its own, here in
+    ``base`` with its own temporary directory, its output in ``base/out.txt``."""
+
+    def __init__(self, base: Path) -> None:
+        self.base, self.run, self.tmp, self.out = base, base / "run", base / "tmp", base / "out.txt"
+        self.tmp.mkdir()
+        # The console script's body (asp.app.entry), after a byte on a pipe that says Python
+        # has started and imported it: a signal during Python's own start-up is Python's, not
+        # asp's, to print (asp's package and that module import nothing else).
+        read, write = os.pipe()
+        code = f"import os; from asp.app.entry import main; os.write({write}, b'.'); os.close({write}); main()"
+        with open(self.out, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", code, *RUN, "--run-dir", str(self.run)],
+                cwd=base,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "TMPDIR": str(self.tmp)},
+                pass_fds=(write,),
+                start_new_session=True,
+            )
+        os.close(write)
+        try:
+            ready, _, _ = select.select([read], [], [], LIMIT)
+            assert ready and os.read(read, 1) == b".", "the command did not start"
+        finally:
+            os.close(read)
+        self.started = time.monotonic()
+
+    def wait(self) -> int:
+        try:
+            return self.proc.wait(timeout=LIMIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"still running after {LIMIT} s:\n{self.output()}") from None
+
+    def output(self) -> str:
+        return self.out.read_text(errors="replace")
+
+    def events(self, *names: str) -> list[dict[str, object]]:
+        """The run log's events of those names."""
+        log = self.run / "log.jsonl"
+        lines = log.read_text().splitlines() if log.exists() else []
+        return [e for e in map(json.loads, lines) if e.get("event") in names]
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in process_group(self.proc.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> Iterator[Job]:
+    started = Job(tmp_path)
+    try:
+        yield started
+    finally:
+        started.cleanup()
+
+
+@pytest.fixture(scope="module")
+def run_seconds(tmp_path_factory: pytest.TempPathFactory) -> float:
+    """The length of an uninterrupted run, from Python's start to the command's exit."""
+    whole = Job(tmp_path_factory.mktemp("whole"))
+    try:
+        code = whole.wait()
+        assert code == 0, whole.output()
+        return time.monotonic() - whole.started
+    finally:
+        whole.cleanup()
+
+
+@pytest.mark.parametrize("moment", range(MOMENTS))
+def test_ctrl_c_at_any_moment_ends_in_one_line_with_status_130(job: Job, run_seconds: float, moment: int) -> None:
+    time.sleep(max(0.0, job.started + run_seconds * moment / MOMENTS - time.monotonic()))
+    sent = datetime.datetime.now(datetime.UTC)
+    try:
+        os.killpg(job.proc.pid, signal.SIGINT)
+    except ProcessLookupError:  # the run had already ended
+        pass
+    code = job.wait()
+    output = job.output()
+    lines = output.strip().splitlines()
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    assert all(OWN_LINE.match(line) for line in lines), output  # the children said nothing
+    if code == 0:  # the signal came after the run had finished its work
+        assert lines[-1].startswith("trained 2 iterations"), output
+    else:
+        assert code == 130, output
+        assert "interrupted" in lines[-1], output
+        assert sum("interrupted" in line for line in lines) == 1, output
+    # the writer ignores Ctrl-C: never replaced, and never started once the signal was sent
+    assert job.events("writer_replaced") == [], output
+    late = [e for e in job.events("writer_started") if datetime.datetime.fromisoformat(str(e["timestamp"])) > sent]
+    assert late == [], output
+    deadline = time.monotonic() + 10
+    while (group := process_group(job.proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert group == [], f"processes of the run's group left alive:\n{output}"
+    assert sorted(p.name for p in job.tmp.glob("asp-*")) == [], f"temporary files left behind:\n{output}"
