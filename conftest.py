@@ -14,9 +14,20 @@ from _pytest.doctest import DoctestItem
 
 from asp.log import configure_logging
 
+pytest_plugins = ["pytester"]  # tests/test_duration_guard.py runs pytest on tests of its own
+
+SLOW_DOCTESTS = ("asp.pipeline", "asp.selfplay", "asp.sync")
+"""Modules whose doctests start worker processes (seconds each): left out of ``-m "not slow"``."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     configure_logging(fmt="console", level="debug")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, DoctestItem) and item.name.startswith(SLOW_DOCTESTS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

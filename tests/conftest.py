@@ -17,8 +17,14 @@ import psutil
 import pytest
 import structlog
 import torch
+from duration_guard import DurationGuard
 from helpers import external_tool, pid_alive
 from structlog.testing import capture_logs
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A test not marked slow that takes over 3 s (on a reference machine) fails: duration_guard.py."""
+    config.pluginmanager.register(DurationGuard(), "duration_guard")
 
 
 @pytest.fixture

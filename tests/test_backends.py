@@ -99,6 +99,7 @@ async def test_play_and_stream_give_every_game_once(backend: str) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_every_game_is_played_with_the_weights_of_its_call(backend: str, logs: Logs) -> None:
     models = [tiny(), tiny()]
     async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:

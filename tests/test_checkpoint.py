@@ -53,6 +53,7 @@ def checkpoint(tmp_path: Path) -> Path:
 # -- writing and loading ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     cfg = tiny_config(seed=5)
     trainer = trained(cfg)

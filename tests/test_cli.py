@@ -556,6 +556,7 @@ def test_a_thread_count_below_one_is_a_usage_error_naming_the_option_and_creates
     assert not run.exists()
 
 
+@pytest.mark.slow
 def test_resuming_a_missing_directory_is_a_usage_error(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     asp_script = shutil.which("asp")

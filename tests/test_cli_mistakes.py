@@ -235,15 +235,9 @@ def asp(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-QUICK = {"train --hidden 0"}
-"""The cases the quick subset (``-m "not slow"``) runs: each costs a process that imports torch."""
-
-
 @pytest.mark.timeout(2 * LIMIT)
-@pytest.mark.parametrize(
-    "case",
-    [pytest.param(case, id=name, marks=[] if name in QUICK else [pytest.mark.slow]) for name, case in CASES.items()],
-)
+@pytest.mark.slow  # each case costs a process that imports torch: 2-3 s
+@pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in CASES.items()])
 def test_a_mistake_is_one_line_with_status_2_and_changes_nothing(case: Case, tmp_path: Path) -> None:
     (tmp_path / "mate.pgn").write_text(PGN)
     (tmp_path / "notes.txt").write_text("not a game\n")

@@ -99,6 +99,7 @@ def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pg
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_eval_against_another_checkpoint_names_it_with_its_version(
     runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -77,6 +77,7 @@ def test_samples_hold_every_ply_of_the_model_with_a_policy_target_over_its_legal
     assert start == len(samples.legal)
 
 
+@pytest.mark.slow
 def test_a_game_is_the_same_whatever_the_batch_or_the_call_that_plays_it() -> None:
     net = fresh_net()
     cfg = PlayConfig(GAME, n_games=10, seed=7, search=SearchConfig(6, 7))

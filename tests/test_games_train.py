@@ -91,6 +91,7 @@ def test_the_replay_window_keeps_the_last_calls_and_comes_back_from_its_state() 
     assert again.train(calls[2])["train/replay_samples"] == sizes[1] + sizes[2]
 
 
+@pytest.mark.slow
 def test_training_fits_the_policy_targets_and_results_it_is_given() -> None:
     records = self_play(16, search=8)
     torch.manual_seed(1)

@@ -243,6 +243,7 @@ async def test_continuous_self_play_runs_ahead_of_a_slow_trainer_within_the_boun
 
 @pytest.mark.timeout(120)
 @module_loop
+@pytest.mark.slow
 async def test_a_continuous_run_resumed_from_its_pending_plays_plays_them_with_the_same_weights(
     echo_pool: SelfPlay,
 ) -> None:

@@ -136,6 +136,7 @@ async def test_a_private_instance_ships_play_fn_by_value_replaces_an_idle_dead_a
     assert not directory.exists()
 
 
+@pytest.mark.slow
 def test_import_asp_needs_no_ray_and_backend_ray_names_the_extra() -> None:
     script = (
         "import sys; sys.modules['ray'] = None\n"  # as if Ray were not installed

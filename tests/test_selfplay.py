@@ -121,6 +121,7 @@ def _assert_same_games(got: list[Any], want: list[Any]) -> None:
 
 @pytest.mark.timeout(90)
 @pytest.mark.asyncio
+@pytest.mark.slow
 async def test_play_returns_the_games_play_games_plays_in_process(logs: Logs) -> None:
     torch.manual_seed(0)
     model, opp = TinyChess(ModelConfig(hidden=16, blocks=0)), TinyChess(ModelConfig(hidden=16, blocks=0))
@@ -585,6 +586,7 @@ def test_workers_die_with_a_killed_coordinator(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.slow
 def test_a_main_module_read_from_stdin_is_refused() -> None:
     script = textwrap.dedent(
         """

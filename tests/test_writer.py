@@ -41,6 +41,7 @@ def test_the_reason_is_read_when_the_pools_thread_reaps_the_writer_first() -> No
         store.join()
 
 
+@pytest.mark.slow
 def test_a_killed_writer_is_replaced_and_the_call_runs_again() -> None:
     writer = Writer()
     try:
