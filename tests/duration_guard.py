@@ -5,17 +5,22 @@ only if a test that grows slow (a process pool started, a training run) is marke
 time is its set-up and its call, less the set-up of the fixtures it shares with other tests
 (module or session scope: paid once, by whichever test comes first).
 
-The limit, :data:`LIMIT` seconds, is for a machine of this project's kind at
-:data:`REFERENCE_RATE`; machines of that kind differ 3x in speed, and a test on a slower one
-takes longer for nothing it did. So a test over the limit is judged again against the machine's
-speed, measured once a session by python-chess random playouts (the calibration of
-``benchmarks/``): it fails when over ``LIMIT * REFERENCE_RATE / rate`` where the machine is
-slower than the reference. Tests that take over 2 s on a reference machine are marked slow,
-which leaves every unmarked one half again under the limit.
+The limit, :data:`LIMIT` seconds, is for an idle machine of this project's kind at
+:data:`REFERENCE_RATE`; machines of that kind differ 3x in speed, and a test on a slower or a
+busier one takes longer for nothing it did. So a test over the limit is judged again: it fails
+when over ``LIMIT`` times how much slower the machine is than the reference (python-chess
+random playouts, the calibration of ``benchmarks/``, timed once a session) times how much more
+work than cores it has (the load average over the last minute, per core), each at least 1.
+Tests that take over 2 s on a reference machine are marked slow, which leaves every unmarked
+one half again under the limit.
+
+conftest.py registers the guard for the quick subset only (``-m`` leaving ``slow`` out): the
+subset it keeps quick. The full suite, as CI runs it, runs the slow tests anyway.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import defaultdict
@@ -47,11 +52,13 @@ def playout_rate(seconds: float = 0.5) -> float:
 
 
 class DurationGuard:
-    """The pytest plugin (registered by conftest.py); ``limit`` and ``rate`` are for tests of it."""
+    """The pytest plugin (registered by conftest.py); ``limit``, ``rate`` and ``load`` (per
+    core) are for tests of it: by default, the rate is timed and the load read when needed."""
 
-    def __init__(self, limit: float = LIMIT, rate: float | None = None) -> None:
+    def __init__(self, limit: float = LIMIT, rate: float | None = None, load: float | None = None) -> None:
         self.limit = limit
-        self.rate = rate  # measured when first needed
+        self.rate = rate
+        self.load = load
         self.shared: defaultdict[str, float] = defaultdict(float)
         self.setup: dict[str, float] = {}
         self._item: str | None = None
@@ -83,11 +90,12 @@ class DurationGuard:
             return
         if self.rate is None:
             self.rate = playout_rate()
-        allowed = self.limit * max(1.0, REFERENCE_RATE / self.rate)
+        load = self.load if self.load is not None else os.getloadavg()[0] / (os.cpu_count() or 1)
+        allowed = self.limit * max(1.0, REFERENCE_RATE / self.rate) * max(1.0, load)
         if seconds > allowed:
             report.outcome = "failed"
             report.longrepr = (
                 f"{item.nodeid} took {seconds:.1f} s, over the {allowed:.1f} s an unmarked test may take on this "
-                f"machine ({self.rate:,.0f} random-playout plies/s; {self.limit:.1f} s at {REFERENCE_RATE:,.0f}): "
-                f"mark it @pytest.mark.slow, or make it quicker"
+                f"machine ({self.rate:,.0f} random-playout plies/s, load {load:.1f} a core; {self.limit:.1f} s at "
+                f"{REFERENCE_RATE:,.0f} on an idle one): mark it @pytest.mark.slow, or make it quicker"
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -13,6 +14,7 @@ from asp.connect4 import ConnectFour
 from asp.connect4.game import mirror_features
 from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
+from asp.games.records import MODEL, Samples
 from asp.games.train import make_samples
 from asp.search import SearchConfig
 
@@ -22,6 +24,34 @@ GAME = ConnectFour()
 def self_play(n: int, *, seed: int = 0, search: int = 4) -> list[Record]:
     torch.manual_seed(seed)
     return play_games(GAME.network(), None, PlayConfig(GAME, n_games=n, seed=seed, search=SearchConfig(search, 7)))[0]
+
+
+def _four_plies(heuristic: list[float]) -> Record:
+    """A game of four plies that the first player won, every ply a sample, with ``heuristic``."""
+    samples = Samples(
+        plies=np.arange(4, dtype=np.int32),
+        movers=np.array([0, 1, 0, 1], dtype=np.int8),
+        features=np.zeros((4, 1), np.float32),
+        legal=np.zeros(4, np.int32),
+        legal_counts=np.ones(4, np.int32),
+        policy=np.ones(4, np.float32),
+        heuristic=np.array(heuristic, dtype=np.float32),
+    )
+    return Record(0, "", [0, 0, 0, 0], 1.0, "rules", MODEL, MODEL, 0, samples=samples)
+
+
+def test_the_value_target_discounts_the_result_and_adds_the_heuristic_the_mover_will_have() -> None:
+    record = _four_plies([0.0, 0.0, 1.0, 1.0, 3.0])  # for the first player: +1 after ply 1, +2 after ply 3
+    assert make_samples([record]).z.tolist() == [1.0, -1.0, 1.0, -1.0]  # the defaults: the result alone
+    cfg = TrainConfig(outcome_gamma=0.5, heuristic_weight=0.1, heuristic_gamma=0.5)
+    # By hand: the result 1 * 0.5**(plies to the end), from the mover's side; plus 0.1 times the
+    # mover's heuristic now plus its changes ahead discounted by 0.5 a ply (changes +1 at ply 1,
+    # +2 at ply 3); the last clipped at -1.
+    expected = [0.125 + 0.1 * (0 + 0.5 * 1 + 0.125 * 2), -0.25 - 0.1 * (0 + 1 + 0.5 * 0 + 0.25 * 2),
+                0.5 + 0.1 * (1 + 0 + 0.5 * 2), max(-1.0, -1.0 - 0.1 * (1 + 2))]  # fmt: skip
+    assert make_samples([record], cfg).z.tolist() == pytest.approx(expected)
+    no_heuristic = _four_plies([])
+    assert make_samples([no_heuristic], cfg).z.tolist() == [0.125, -0.25, 0.5, -1.0]
 
 
 def test_each_ply_learns_the_result_from_its_movers_side() -> None:

@@ -127,3 +127,15 @@ def test_the_trainer_learns_from_packed_samples() -> None:
     assert metrics["train/samples"] == 16 and metrics["train/steps"] == 1
     assert any(not torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True))
     assert chess.Board(records[0].start) == chess.Board()
+
+
+def test_self_play_records_white_s_material_lead_at_every_position() -> None:
+    records, _ = play_games(fresh_net(), None, PlayConfig(GAME, n_games=2, max_plies=60, seed=3))
+    for record in records:
+        board = chess.Board(record.start)
+        leads = [material_lead(board) * (1 if board.turn == chess.WHITE else -1)]
+        for move in record.moves:
+            board.push_uci(move)
+            leads.append(material_lead(board) * (1 if board.turn == chess.WHITE else -1))
+        assert record.samples is not None and record.samples.heuristic.tolist() == leads
+    assert any(lead != 0 for r in records if r.samples is not None for lead in r.samples.heuristic.tolist())

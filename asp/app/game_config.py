@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.app.games import TINYCHESS
+from asp.app.games import TINYCHESS, load_game
 from asp.app.run_config import RunConfig, fields_of
 from asp.checks import check_bool, check_int
 from asp.errors import ConfigError
@@ -22,7 +22,7 @@ from asp.games import PlayConfig, TrainConfig
 from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
 
-__all__ = ["GameRunConfig", "config_from_dict"]
+__all__ = ["GAME_DEFAULTS", "GameRunConfig", "config_from_dict", "defaults_for"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,27 @@ class GameRunConfig:
         data = fields_of("GameRunConfig", cls, data)
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
         return cls(train=train, **data)
+
+
+GAME_DEFAULTS: dict[str, dict[str, Any]] = {
+    TINYCHESS: {
+        "games": 160,
+        "max_plies": 200,
+        "search": 8,
+        "eval_every": 8,
+        "train": TrainConfig(
+            batch_size=1024, value_coef=0.5, outcome_gamma=0.95, heuristic_weight=0.05, heuristic_gamma=0.95
+        ),
+    },
+}
+"""The settings a shipped game trains with where they differ from :class:`GameRunConfig`'s,
+by the game's name: a game of chess is longer, and its value learns the material (its
+heuristic) besides the result, discounted, as TinyChess's own trainer does."""
+
+
+def defaults_for(game: Any) -> GameRunConfig:
+    """The config of a run of ``game`` (its spec) before any option: :data:`GAME_DEFAULTS`."""
+    return GameRunConfig(game=game, **GAME_DEFAULTS.get(load_game(game).name, {}))
 
 
 def config_from_dict(data: Any) -> RunConfig | GameRunConfig:

@@ -125,9 +125,8 @@ def train_config(args: argparse.Namespace) -> Any:
 
 def _game_train_config(args: argparse.Namespace) -> Any:
     """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
-    from asp.app.game_config import GameRunConfig
+    from asp.app.game_config import defaults_for
     from asp.app.games import load_game
-    from asp.games import TrainConfig
 
     given = [o for o in _CHESS_OPTIONS if getattr(args, o) is not None]
     given += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
@@ -139,7 +138,7 @@ def _game_train_config(args: argparse.Namespace) -> Any:
             f"--search must be in 1..10000 for --game {args.game}: it trains on the search's improved policy"
         )
     load_game(args.game)  # a game that cannot be loaded is the user's mistake: said before anything else
-    base = GameRunConfig(game=args.game)
+    base = defaults_for(args.game)
     changes: dict[str, Any] = {"game": args.game}
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "max_staleness",
                    "search", "eval_search"):  # fmt: skip
@@ -147,7 +146,7 @@ def _game_train_config(args: argparse.Namespace) -> Any:
     if args.sequential:
         changes["overlap"] = False
     if args.device is not None:
-        changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
+        changes["train"] = _named_option("device", lambda: dataclasses.replace(base.train, device=args.device))
     return dataclasses.replace(base, **changes), changes
 
 

@@ -38,7 +38,7 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.network_search import NetworkSearch
-from asp.games.protocol import Game, Mover, State, adjudicated, packed, search_root, unpacked
+from asp.games.protocol import Game, Mover, State, adjudicated, heuristic, packed, search_root, unpacked
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, Searches
@@ -139,8 +139,8 @@ class PlayConfig:
 class _Game(Generic[State]):
     """A game in flight: its position, its moves, its random stream and its samples."""
 
-    __slots__ = ("actions", "counts", "features", "game_id", "legal", "model_first", "movers", "moves", "plies",
-                 "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
+    __slots__ = ("actions", "counts", "features", "game_id", "guesses", "legal", "model_first", "movers", "moves",
+                 "plies", "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         game = cfg.game
@@ -167,6 +167,9 @@ class _Game(Generic[State]):
         self.legal: list[int] = []
         self.counts: list[int] = []
         self.policy: list[float] = []
+        # The game's heuristic of every position, for its first player (None: not kept)
+        self.guesses: list[float] | None = [] if cfg.samples and hasattr(game, "heuristic") else None
+        self._guess(game)
 
     def model_to_move(self, game: Game[State]) -> bool:
         return self.self_play or (game.to_move(self.state) == 0) == self.model_first
@@ -188,6 +191,12 @@ class _Game(Generic[State]):
         self.moves.append(game.action_text(self.state, action))
         self.state = game.apply(self.state, action)
         self.actions.append(action)
+        self._guess(game)
+
+    def _guess(self, game: Game[State]) -> None:
+        if self.guesses is not None:
+            guess = heuristic(game, self.state) or 0.0
+            self.guesses.append(guess if game.to_move(self.state) == 0 else -guess)
 
     def record(self, cfg: PlayConfig, against_opponent: bool) -> Record:
         """The record of the game, over or cut at ``max_plies``."""
@@ -224,6 +233,7 @@ class _Game(Generic[State]):
             legal=np.array(self.legal, dtype=np.int32),
             legal_counts=np.array(self.counts, dtype=np.int32),
             policy=np.array(self.policy, dtype=np.float32),
+            heuristic=np.array(self.guesses or [], dtype=np.float32),
         )
 
 

@@ -24,6 +24,10 @@ Rules of the protocol, which asp relies on:
 
   - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at
     ``max_plies`` (TinyChess: by material); without it such a game is drawn (0).
+  - ``heuristic(state) -> float``: a guess at what ``state`` is worth to the side to move,
+    in the game's own units (TinyChess: its material lead in pawns). Self-play records it at
+    every position, and the trainer can add its discounted changes to the value target
+    (``TrainConfig.heuristic_weight``); without it, the value learns the result alone.
   - ``search_root(state) -> state``: ``state`` as the root of a search, for a game whose
     search scores positions inside its tree differently (TinyChess: a repetition is a
     draw there); without it, the state itself.
@@ -58,7 +62,7 @@ from torch import nn
 
 from asp.search import Status
 
-__all__ = ["Game", "Mover", "State", "Symmetry", "adjudicated", "packed", "search_root", "unpacked"]
+__all__ = ["Game", "Mover", "State", "Symmetry", "adjudicated", "heuristic", "packed", "search_root", "unpacked"]
 
 State = TypeVar("State")
 """A game's position, of any type the game chooses (a value: :meth:`Game.apply` makes a new one)."""
@@ -186,6 +190,14 @@ def adjudicated(game: Game[State], state: State) -> float:
     where the game has it, else 0 (a draw)."""
     adjudicate = getattr(game, "adjudicate", None)
     return 0.0 if adjudicate is None else float(adjudicate(state))
+
+
+def heuristic(game: Game[State], state: State) -> float | None:
+    """``game.heuristic(state)`` where the game has it, else None: a guess at what ``state`` is
+    worth to the side to move, in the game's own units (TinyChess: its material lead in
+    pawns). The trainer can add its changes to the value target (``TrainConfig.heuristic_weight``)."""
+    guess = getattr(game, "heuristic", None)
+    return None if guess is None else float(guess(state))
 
 
 def search_root(game: Game[State], state: State) -> State:

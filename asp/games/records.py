@@ -45,6 +45,10 @@ class Samples:
     """(sum of legal_counts,) float32, beside ``legal``: the policy target at each ply: the
     search's improved policy, or, for a ply played without search, the action played (1 for
     it, 0 for the others)."""
+    heuristic: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float32))
+    """(plies + 1,) float32: the game's heuristic (:func:`asp.games.protocol.heuristic`) of the
+    position before each ply of the game, and after the last, for the game's first player;
+    empty where the game has none."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Samples):

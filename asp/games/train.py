@@ -3,7 +3,10 @@
 * the policy by cross-entropy to each ply's policy target over the legal actions: the
   search's improved policy (or, for a ply played without search, the action played);
 * the value by mean squared error to the game's result from the mover's side (1 won, 0
-  drawn, -1 lost);
+  drawn, -1 lost), discounted by ``outcome_gamma`` a ply to the game's end; where the game has a
+  heuristic (:func:`asp.games.protocol.heuristic`) and ``heuristic_weight`` is above 0, plus
+  that weight times the heuristic the mover will have, discounted by ``heuristic_gamma`` (its
+  value now plus the discounted changes from here on), the sum clipped to [-1, 1];
 * over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
   (iterations), each keeping the model version that played it;
 * each sample seen through a symmetry of the board drawn at random (:meth:`Game.symmetries`,
@@ -37,7 +40,7 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.protocol import Game, unpacked
-from asp.games.records import Record
+from asp.games.records import Record, Samples
 
 __all__ = ["TrainConfig", "TrainSamples", "Trainer", "make_samples"]
 
@@ -56,6 +59,15 @@ class TrainConfig:
     """Passes over the replay window at each :meth:`Trainer.train` call (1 to 100)."""
     value_coef: float = 1.0
     """Weight of the value loss (0 to 100)."""
+    outcome_gamma: float = 1.0
+    """Per-ply discount of the result in the value target (0 to 1): a ply d plies before the
+    game's end learns the result times outcome_gamma**d, so a quick win is worth more than a
+    slow one, and a ply is judged by what followed it closely rather than 100 plies later."""
+    heuristic_weight: float = 0.0
+    """Weight of the game's heuristic in the value target (0 to 1; 0: the result alone)."""
+    heuristic_gamma: float = 1.0
+    """Per-ply discount of the heuristic's changes from a ply on (0 to 1): how far ahead a
+    ply gets credit for what the heuristic gains."""
     max_grad_norm: float = 1.0
     """Gradients are clipped to this global norm (0 < x <= 1000)."""
     replay: int = 4
@@ -75,6 +87,9 @@ class TrainConfig:
             ("weight_decay", 0.0, 1.0, False),
             ("value_coef", 0.0, 100.0, False),
             ("max_grad_norm", 0.0, 1000.0, True),
+            ("outcome_gamma", 0.0, 1.0, False),
+            ("heuristic_weight", 0.0, 1.0, False),
+            ("heuristic_gamma", 0.0, 1.0, False),
         ):
             check_number(f"TrainConfig.{name}", getattr(self, name), low, high, open_low=open_low)
         for name, first, last in (
@@ -103,7 +118,8 @@ class TrainSamples:
     targets: torch.Tensor
     """(sum of legal actions,) float32 beside ``legal_flat``: the policy target."""
     z: torch.Tensor
-    """(N,) the game's result from the mover's side: 1 won, 0 drawn, -1 lost."""
+    """(N,) the value target: the game's result from the mover's side (1 won, 0 drawn, -1
+    lost), as :func:`make_samples` discounts it and adds the heuristic."""
     versions: torch.Tensor
     """(N,) int64: the model version that played each sample."""
 
@@ -115,19 +131,20 @@ class TrainSamples:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def make_samples(records: Sequence[Record]) -> TrainSamples:
-    """Every ply the model played in ``records``, read from their :class:`~asp.games.Samples`.
+def make_samples(records: Sequence[Record], cfg: TrainConfig | None = None) -> TrainSamples:
+    """Every ply the model played in ``records``, read from their :class:`~asp.games.Samples`,
+    with the value target of ``cfg`` (see the module's docstring).
 
     :raises ValueError: a record has no samples (played with ``PlayConfig.samples=False``).
     """
+    cfg = cfg if cfg is not None else TrainConfig()
     if any(r.samples is None for r in records):
         raise ValueError("make_samples: every record needs its samples (play with PlayConfig.samples=True)")
     data = [r.samples for r in records if r.samples is not None]
-    z: list[float] = []
+    z: list[np.ndarray] = []
     versions: list[int] = []
     for record, part in zip(records, data, strict=True):
-        first_z = 2.0 * record.result - 1.0
-        z += [-first_z if mover else first_z for mover in part.movers.tolist()]
+        z.append(_value_targets(record, part, cfg))
         versions += [record.model_version] * len(part.plies)
     features = [d.features for d in data if len(d.plies)]
     counts = torch.from_numpy(np.concatenate([d.legal_counts for d in data] or [np.zeros(0)]).astype(np.int64))
@@ -138,9 +155,27 @@ def make_samples(records: Sequence[Record]) -> TrainSamples:
         legal_flat=torch.from_numpy(np.concatenate([d.legal for d in data] or [np.zeros(0)]).astype(np.int64)),
         legal_start=start,
         targets=torch.from_numpy(np.concatenate([d.policy for d in data] or [np.zeros(0)]).astype(np.float32)),
-        z=torch.tensor(z, dtype=torch.float32),
+        z=torch.from_numpy(np.concatenate(z or [np.zeros(0)]).astype(np.float32)),
         versions=torch.tensor(versions, dtype=torch.int64),
     )
+
+
+def _value_targets(record: Record, part: Samples, cfg: TrainConfig) -> np.ndarray:
+    """The value target of each of the game's samples, from its mover's side."""
+    plies = part.plies.astype(np.int64)
+    sign = np.where(part.movers == 0, 1.0, -1.0)
+    to_end = len(record.actions) - 1 - plies
+    target = sign * (2.0 * record.result - 1.0) * cfg.outcome_gamma ** to_end.astype(np.float64)
+    guesses = part.heuristic.astype(np.float64)
+    if cfg.heuristic_weight > 0 and len(guesses) == len(record.actions) + 1:
+        # ahead[k]: the heuristic's changes from position k on, discounted: sum over j >= k of
+        # heuristic_gamma**(j - k) * (guesses[j + 1] - guesses[j]).
+        ahead = np.zeros(len(guesses))
+        for k in range(len(guesses) - 2, -1, -1):
+            ahead[k] = guesses[k + 1] - guesses[k] + cfg.heuristic_gamma * ahead[k + 1]
+        target = target + cfg.heuristic_weight * sign * (guesses[plies] + ahead[plies])
+        target = np.clip(target, -1.0, 1.0)
+    return target
 
 
 def _concat(parts: Sequence[TrainSamples]) -> TrainSamples:
@@ -197,7 +232,7 @@ class Trainer:
     def train(self, records: Sequence[Record]) -> dict[str, Any]:
         """Learn from ``records``; return metrics averaged over the gradient steps."""
         started = time.perf_counter()
-        fresh = make_samples(records)
+        fresh = make_samples(records, self.cfg)
         self.window.append(fresh)
         samples = _concat(list(self.window))
         totals: dict[str, float] = {}

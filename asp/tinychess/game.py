@@ -148,6 +148,10 @@ class TinyChessGame:
         lead = material_lead(state.board)
         return 1.0 if lead >= self.adjudication_margin else -1.0 if -lead >= self.adjudication_margin else 0.0
 
+    def heuristic(self, state: ChessState) -> float:
+        """The side to move's material lead, in pawns (pawn 1, knight 3, bishop 3, rook 5, queen 9)."""
+        return float(material_lead(state.board))
+
     def encode(self, states: Sequence[ChessState]) -> torch.Tensor:
         """:func:`~asp.tinychess.features.encode_boards`; inside a search, positions count as new."""
         return self.unpack(self.pack(states))
