@@ -115,6 +115,32 @@ def run_seconds(tmp_path_factory: pytest.TempPathFactory) -> float:
         whole.cleanup()
 
 
+TRIP = """
+import os, signal, sys
+
+class Trip:  # Ctrl-C, as the import of {module} begins
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, Trip())
+from asp.app.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("module", ["numpy", "numpy.linalg", "torch.nn"])
+def test_ctrl_c_while_numpy_or_torch_initialise_is_not_swallowed(module: str, tmp_path: Path) -> None:
+    # Before the fix, numpy swallowed the KeyboardInterrupt: the run went on and finished (0).
+    result = subprocess.run(
+        [sys.executable, "-c", TRIP.format(module=module), *RUN, "--run-dir", str(tmp_path / "run")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT,
+    )  # fmt: skip
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines() == ["asp: interrupted"], result.stderr
+
+
 @pytest.mark.parametrize("moment", range(MOMENTS))
 def test_ctrl_c_at_any_moment_ends_in_one_line_with_status_130(job: Job, run_seconds: float, moment: int) -> None:
     time.sleep(max(0.0, job.started + run_seconds * moment / MOMENTS - time.monotonic()))

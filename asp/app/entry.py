@@ -1,9 +1,8 @@
 """The ``asp`` command's process: Ctrl-C at any moment ends it in one line with status 130.
 
 The console script calls :func:`main`. This module imports nothing of asp's at its top, so
-that the command's own imports (argparse, then torch for most commands) already run inside
-the ``try`` that turns a KeyboardInterrupt into that line; only Python's own start-up comes
-before it. Once the command has returned, a Ctrl-C ends the process at once and quietly: the
+that the command's own imports (torch, argparse) already run inside the ``try`` that turns a
+KeyboardInterrupt into that line; only Python's own start-up comes before it. Once the command has returned, a Ctrl-C ends the process at once and quietly: the
 interpreter's exit (joining threads, finalizers) has nothing left to say.
 """
 
@@ -20,9 +19,26 @@ EXIT_INTERRUPTED = 130
 """128 + SIGINT, as a shell reports a job that Ctrl-C stopped."""
 
 
+def _import_torch() -> None:
+    """Import torch (and numpy with it) with Ctrl-C held back, then let a held one through.
+
+    A KeyboardInterrupt raised inside numpy's or torch's initialisation is swallowed there and
+    leaves a module half made: the command went on as if no Ctrl-C had come, or failed later on
+    a RecursionError. Every command but the help needs torch, so it is imported first, whole.
+    Threads that torch starts meanwhile inherit the mask: none takes the signal in their stead.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        import torch  # noqa: F401
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held Ctrl-C is raised here
+
+
 def main() -> None:
     """Run the command line with ``sys.argv`` and exit with its status."""
     try:
+        if not {"-h", "--help"} & set(sys.argv[1:]) and len(sys.argv) > 1:
+            _import_torch()
         from asp.app.cli import main as command
 
         code = command()
