@@ -92,6 +92,12 @@ def test_eval_play_show_and_moves_read_the_runs_game(
     board = capsys.readouterr().out.splitlines()
     assert board[6] == "1 2 3 4 5 6 7" and sum(line.count("X") + line.count("O") for line in board[:6]) == 3
     ElementTree.parse(svg)
+    # --out a directory: one picture per position, as for PGN games (once, one file named so)
+    plies = len(json.loads(games.read_text().splitlines()[0])["actions"])
+    assert main(["show", str(games), "--out", f"{tmp_path}/boards/"]) == 0
+    assert f"wrote {plies + 1} boards to {tmp_path}/boards: ply-000.svg (start)" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "boards").iterdir()) == [f"ply-{k:03d}.svg" for k in range(plies + 1)]
+    ElementTree.parse(tmp_path / "boards" / f"ply-{plies:03d}.svg")
     positions = tmp_path / "positions.txt"
     positions.write_text("4453 WDLL-DD\n\n445566\n")
     assert main(["moves", run, "--positions", str(positions)]) == 0

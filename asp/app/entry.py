@@ -2,8 +2,9 @@
 
 The console script calls :func:`main`. This module imports nothing of asp's at its top, so
 that the command's own imports (torch, argparse) already run inside the ``try`` that turns a
-KeyboardInterrupt into that line; only Python's own start-up comes before it. Once the command has returned, a Ctrl-C ends the process at once and quietly: the
-interpreter's exit (joining threads, finalizers) has nothing left to say.
+KeyboardInterrupt into that line; only Python's own start-up comes before it. Once the
+command has returned, a Ctrl-C ends the process at once and quietly: the interpreter's exit
+(joining threads, finalizers) has nothing left to say.
 """
 
 from __future__ import annotations

@@ -17,8 +17,9 @@ import torch
 from asp.app.evaluate import match_result_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
-from asp.app.outputs import check_output_file, writing
+from asp.app.outputs import check_output_directory, check_output_file, writing
 from asp.app.run_kinds import write_records
+from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 from asp.games import PlayConfig
@@ -147,7 +148,7 @@ def read_record(path: Path, number: int) -> dict[str, Any]:
 
 def game_show(args: argparse.Namespace) -> int:
     """``asp show GAMES.jsonl``: a position of a recorded game as a text board, and as an SVG
-    picture in ``--out`` when the game draws one."""
+    picture in ``--out`` when the game draws one (``--out`` a directory: one per position)."""
     path = Path(args.pgn)
     record = read_record(path, args.game)
     game = load_game(str(record["game"]), option=f"{path}: the game")
@@ -155,21 +156,27 @@ def game_show(args: argparse.Namespace) -> int:
     ply = len(actions) if args.ply is None else args.ply
     if not 0 <= ply <= len(actions):
         raise ConfigError(f"--ply must be in 0..{len(actions)} (game {args.game} has {len(actions)} plies), got {ply}")
+    directory = is_directory(args.out)
+    if directory and args.ply is not None:
+        raise ConfigError(f"--ply picks one position, but --out {args.out} is a directory (one SVG per ply): drop one")
     try:
-        state = game.parse_state(record.get("start", ""))
-        for action in actions[:ply]:
-            state = game.apply(state, int(action))
+        states = [game.parse_state(record.get("start", ""))]
+        for action in actions:
+            states.append(game.apply(states[-1], int(action)))
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{path}: game {args.game} does not replay: {e}") from None
-    print(game.show(state))  # noqa: T201
+    print(game.show(states[ply]))  # noqa: T201
     svg = getattr(game, "svg", None)
-    where = f"the position after ply {ply} of game {args.game} of {path}"
-    if callable(svg):
-        out = args.out
-        check_output_file("--out", out)
-        with writing(out):
-            write_text_atomic(Path(out), str(svg(state)) + "\n")
-        print(f"wrote {out}: {where}")  # noqa: T201
-    else:
-        print(f"{where}; {record['game']} draws no picture")  # noqa: T201
+    if not callable(svg):
+        print(f"the position after ply {ply} of game {args.game} of {path}; {record['game']} draws no picture")  # noqa: T201
+        return 0
+    drawn = tuple(range(len(actions) + 1)) if directory else (ply,)
+    paths = ply_paths(args.out, len(actions)) if directory else (Path(args.out),)
+    check_output_directory("--out", paths[0].parent)
+    if not directory:
+        check_output_file("--out", args.out)
+    with writing(args.out):
+        for k, out in zip(drawn, paths, strict=True):
+            write_text_atomic(out, str(svg(states[k])) + "\n")
+    print(Boards(path, args.game, len(actions), drawn, paths).describe())  # noqa: T201
     return 0

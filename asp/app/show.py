@@ -30,7 +30,7 @@ from asp.app.outputs import check_output_directory, check_output_file
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 
-__all__ = ["Boards", "is_directory", "read_game", "render", "svg_board", "write_boards"]
+__all__ = ["Boards", "is_directory", "ply_paths", "read_game", "render", "svg_board", "write_boards"]
 
 SIZE = 400
 """Width and height of a board, in pixels."""
@@ -196,6 +196,13 @@ def is_directory(out: str) -> bool:
     return out.endswith(("/", os.sep)) or Path(out).is_dir()
 
 
+def ply_paths(directory: str | os.PathLike[str], plies: int) -> tuple[Path, ...]:
+    """The files of a game's boards in ``directory``, one per position: ``ply-000.svg`` (the
+    start) to ``ply-NNN.svg`` (after the last of ``plies``)."""
+    digits = max(3, len(str(plies)))
+    return tuple(Path(directory) / f"ply-{k:0{digits}d}.svg" for k in range(plies + 1))
+
+
 def write_boards(
     pgn_path: str | os.PathLike[str],
     out: str | os.PathLike[str] = "board.svg",
@@ -222,8 +229,7 @@ def write_boards(
     plies = len(positions) - 1
     if directory:
         drawn = tuple(range(plies + 1))
-        digits = max(3, len(str(plies)))
-        paths = tuple(Path(target) / f"ply-{k:0{digits}d}.svg" for k in drawn)
+        paths = ply_paths(target, plies)
     else:
         drawn = (plies if ply is None else ply,)
         _check_ply(drawn[0], plies, game, source)
