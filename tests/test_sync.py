@@ -30,11 +30,32 @@ def test_one_worker_plays_in_process_exactly_like_play_games(children: Callable[
     for opponent in (None, opp):
         cfg = dataclasses.replace(CFG, opponent_version=4)
         records, stats = play_games_parallel(model, opponent, cfg, workers=1)
-        want, want_stats = play_games(model, opponent, cfg)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as a worker plays, and play_games_parallel in process too
+        try:
+            want, want_stats = play_games(model, opponent, cfg)
+        finally:
+            torch.set_num_threads(threads)
         assert records == want  # every field, log-probabilities included
         assert (stats["workers"], stats["shards"], stats["retries"], stats["respawns"]) == (1, 1, 0, 0)
         assert stats["games"] == want_stats["games"] and stats["results"] == want_stats["results"]
     assert children() == []  # no pool at all
+
+
+def _threads_play(model: Any, opp: Any, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+    return [], {"threads": torch.get_num_threads()}
+
+
+def test_one_worker_plays_on_the_threads_a_worker_has_then_gives_the_count_back() -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for threads in (1, 2):
+            _, stats = play_games_parallel(None, None, CFG, workers=1, threads_per_worker=threads,  # type: ignore[arg-type]
+                                           play_fn=_threads_play)  # fmt: skip
+            assert stats["threads"] == threads and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.mark.timeout(90)
