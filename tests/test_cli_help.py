@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 
@@ -54,3 +55,13 @@ def test_the_help_names_the_greedy_mover_that_every_evaluation_plays() -> None:
 
 def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
     assert cli.MAX_STALENESS == MAX_STALENESS
+
+
+@pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search"])
+def test_the_defaults_in_the_help_are_the_configs_for_tinychess_and_other_games(field: str) -> None:
+    from asp.app.game_config import GameRunConfig
+    from asp.app.run_config import RunConfig
+
+    [action] = [a for name, a in _options() if name == "train" and a.dest == field]
+    assert re.search(rf"default {getattr(RunConfig(), field)}; other games: {getattr(GameRunConfig(), field)}\b",
+                     action.help or ""), action.help  # fmt: skip

@@ -78,10 +78,10 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         "or object; the current directory is importable)",
     )
     train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
-    train.add_argument("--games", type=int, help="self-play games per iteration (default 160)")
+    train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
-    train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200)")
-    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 8)")
+    train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
+    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 8; other games: 4)")
     train.add_argument("--eval-games", type=int, help="games per evaluation, against each opponent (default 100)")
     train.add_argument(
         "--eval-vs",
@@ -106,7 +106,7 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         "--search",
         type=int,
         help="simulations of the model's search per move, trained on its improved policy; "
-        "0: the policy alone, trained by policy gradient (default 8)",
+        "0: the policy alone, trained by policy gradient (default 8; other games: 16, and 0 is refused)",
     )
     train.add_argument(
         "--eval-search",
