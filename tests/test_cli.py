@@ -164,7 +164,10 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert re.search(r"workers playing \d+% of the wall time; longest event-loop stall \d+ ms", result.stdout)
     # whole lines off a terminal (once cut at 80 columns, inside a field)
     assert re.search(r"^asp train: \d+ cores: .*busy threads at most\)$", result.stderr, re.M), result.stderr
-    last = r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}$"
+    last = (
+        r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}; "
+        r"evaluation \d+\.\ds$"
+    )
     assert re.search(last, result.stderr, re.M), result.stderr
 
     cfg = RunConfig.from_dict(json.loads((run / "config.json").read_text()))

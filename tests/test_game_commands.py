@@ -45,7 +45,8 @@ def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], t
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("c4")
-    ok(asp("train", "--game", "connect4", *TINY, "--run-dir", "run", cwd=where))
+    result = ok(asp("train", "--game", "connect4", *TINY, "--run-dir", "run", cwd=where))
+    (where / "stderr.txt").write_text(result.stderr)
     return where / "run"
 
 
@@ -63,6 +64,10 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     assert [m["iteration"] for m in metrics] == [0, 1]
     assert {"eval/score", "eval_winblock/score", "loss/policy", "loss/value"} <= set(metrics[-1])
     assert (connect4_run / "curves.png").read_bytes().startswith(b"\x89PNG")
+    # the line of an evaluated iteration scores every mover of the game, and says what it cost
+    stderr = (connect4_run.parent / "stderr.txt").read_text()
+    assert re.search(r"^iteration 2/2: .*score vs random \d\.\d{3} .*, vs winblock \d\.\d{3}; evaluation \d+\.\ds$",
+                     stderr, re.M), stderr  # fmt: skip
 
 
 @pytest.mark.slow

@@ -250,6 +250,7 @@ def _moves_parser(sub: _Commands) -> argparse.ArgumentParser:
 
 def _play(args: argparse.Namespace) -> int:
     from asp.app.checkpoint import model_from_checkpoint, new_model, run_config_of
+    from asp.app.evaluate import play_summary
     from asp.app.game_commands import game_play
     from asp.app.game_config import GameRunConfig
     from asp.app.games import TINYCHESS
@@ -295,10 +296,7 @@ def _play(args: argparse.Namespace) -> int:
     records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
     with writing(args.out):
         write_pgn(records, args.out)
-    print(
-        f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
-        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); results {stats['results']}; wrote {args.out}"
-    )
+    print(play_summary(stats, args.out))
     return 0
 
 

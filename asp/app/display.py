@@ -80,13 +80,17 @@ class TrainDisplay:
             )
             if "eval/score" in fields:
                 text += f", score vs random {fields['eval/score']:.3f} (Elo {_elo(fields, 'eval')})"
-            if "eval_greedy/score" in fields:
-                text += f", vs greedy {fields['eval_greedy/score']:.3f}"
+            for key, score in fields.items():  # the game's other movers: greedy, winblock, ...
+                if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score":
+                    text += f", vs {key[5:-6]} {score:.3f}"
             if "eval_sf/score" in fields:
                 engine, score = fields["eval_sf/engine"], fields["eval_sf/score"]
                 text += f", vs {engine} {score:.3f} (Elo {_elo(fields, 'eval_sf')})"
             elif "eval_sf/error" in fields:
                 text += f", engine evaluation failed: {fields['eval_sf/error']}"
+            evaluating = sum(v for k, v in fields.items() if k.startswith("eval") and k.endswith("/seconds"))
+            if evaluating:
+                text += f"; evaluation {evaluating:.1f}s"
             self.console.print(text, highlight=False)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from asp.app.evaluate import match_result_of
+from asp.app.evaluate import match_result_of, play_summary
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
@@ -109,10 +109,7 @@ def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cf
     records, stats = play_games_parallel(model, None, play_cfg, workers=args.workers)
     with writing(out):
         write_records([r.plain() for r in records], out, game=cfg.game)
-    print(  # noqa: T201
-        f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
-        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); results {stats['results']}; wrote {out}"
-    )
+    print(play_summary(stats, out))  # noqa: T201
     return 0
 
 
