@@ -52,8 +52,9 @@ class EloEstimate:
     """``""``: a two-sided interval. ``">"``: the player scored every game, which implies no
     finite difference: ``elo_low`` is the one-sided 95% lower bound (the difference at which
     a score this good had a 5% chance), and ``elo`` and ``elo_high`` the score clamped to
-    half a point from the end (for curves: it grows with the games won). ``"<"``: it scored no
-    point, and ``elo_high`` is the upper bound."""
+    half a point from the end (for curves: it grows with the games won); or it scored half a
+    point less, and ``elo_low`` is its interval's lower end. ``"<"``: it scored no point, or
+    half a point, and ``elo_high`` is the upper bound."""
 
     def text(self) -> str:
         """The difference for people: ``+191 [95%: +150, +240]``, or ``> +317 (95%)`` for a
@@ -129,7 +130,9 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     score of exactly 1 has no finite Elo: ``elo_low`` is then the one-sided 95% lower bound
     (the score ``p`` with ``p ** n = 0.05``; :attr:`EloEstimate.bound` is ``">"``), and a
     score of 0 is its mirror image. Scores are clamped to half a point from the ends
-    (``0.5 / n``), the estimate of a perfect score included.
+    (``0.5 / n``), the estimate of a perfect score included; a score half a point from
+    perfect (19.5 of 20) is at that clamp, and so would be its interval's top: it gets the
+    lower bound alone (``">"``), and half a point from nothing, the upper bound alone.
 
     >>> r = elo_from_score(0.75, n_games=200)
     >>> round(r.elo), r.elo_low < r.elo < r.elo_high
@@ -137,6 +140,8 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     >>> r = elo_from_score(1.0, n_games=20)
     >>> r.bound, round(r.elo_low), r.text()
     ('>', 317, '> +317 (95%)')
+    >>> elo_from_score(0.975, n_games=20).text()  # 19.5 of 20
+    '> +395 (95%)'
 
     :raises ConfigError: ``n_games`` below 1, or ``score`` or ``draw_ratio`` outside 0..1.
     """
@@ -155,9 +160,15 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     clamped = min(max(score, half), 1.0 - half)
     variance = clamped * (1.0 - clamped) - (draw_ratio or 0.0) / 4.0
     se = math.sqrt(max(variance, 1e-12) / n_games)
-    low = min(max(clamped - _Z95 * se, half), 1.0 - half)
-    high = min(max(clamped + _Z95 * se, half), 1.0 - half)
-    return EloEstimate(score, n_games, _elo(clamped), _elo(low), _elo(high))
+    low, high = clamped - _Z95 * se, clamped + _Z95 * se
+    elo = _elo(clamped)
+    low = min(max(low, half), 1.0 - half)
+    high = min(max(high, half), 1.0 - half)
+    if clamped == 1.0 - half:  # half a point from every game: the interval's top would be the estimate
+        return EloEstimate(score, n_games, elo, _elo(low), elo, ">")
+    if clamped == half:
+        return EloEstimate(score, n_games, elo, elo, _elo(high), "<")
+    return EloEstimate(score, n_games, elo, _elo(low), _elo(high))
 
 
 def match_result(*, wins: int, draws: int, losses: int, engine_failures: int = 0) -> MatchResult:
