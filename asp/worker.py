@@ -9,7 +9,6 @@ backend runs.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import faulthandler
 import gc
@@ -21,7 +20,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, MutableSequence
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +30,7 @@ from torch import nn
 
 from asp import progress
 from asp.errors import ConfigError, PlayExited
+from asp.interrupts import ignore_ctrl_c
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
@@ -38,9 +38,7 @@ __all__ = [
     "Loader",
     "ShardOutput",
     "ShardTask",
-    "ctrl_c_held",
     "die_with_parent",
-    "ignore_ctrl_c",
     "initialize",
     "play_cfg",
     "play_task",
@@ -86,32 +84,6 @@ class ShardOutput:
     offers_taken: int = 0
     """How many of the coordinator's offers of more games play_fn took (:func:`asp.more_games`):
     the first ``offers_taken`` offers made to this shard are part of its result."""
-
-
-@contextlib.contextmanager
-def ctrl_c_held() -> Iterator[None]:
-    """Hold SIGINT back in this thread while the block runs: a child spawned inside starts
-    with it blocked, and is deaf to Ctrl-C until :func:`ignore_ctrl_c`.
-
-    Ctrl-C in a terminal reaches the whole process group, children included. A child still
-    importing (Python, torch) when it comes would print a KeyboardInterrupt traceback and die
-    before its initializer could ignore the signal; a blocked signal waits instead, and the
-    initializer's :func:`ignore_ctrl_c` discards it. The coordinator loses nothing: a signal
-    that its other threads do not block reaches them, and Python handles it in the main thread
-    as always (multiprocessing's resource tracker is spawned the same way).
-    """
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def ignore_ctrl_c() -> None:
-    """In a child spawned inside :func:`ctrl_c_held`: ignore SIGINT from now on (the coordinator
-    handles Ctrl-C: it cancels, then stops its children), and drop one held back since spawn."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_file, writing
-from asp.app.train_command import EXIT_INTERRUPTED, engine_from_options, train_command
+from asp.app.train_command import engine_from_options, train_command
 from asp.errors import AspError, ConfigError, NotRetried, ShardFailed
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_directory
 from asp.checks import check_int
 from asp.errors import ConfigError
@@ -29,11 +30,9 @@ if TYPE_CHECKING:
     from asp.app.run import RunDir
     from asp.tinychess.engine import EngineConfig
 
-__all__ = ["EXIT_INTERRUPTED", "engine_from_options", "train_command", "train_config"]
+__all__ = ["engine_from_options", "train_command", "train_config"]
 
 T = TypeVar("T")
-EXIT_INTERRUPTED = 130
-"""The exit status of ``asp train`` stopped by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 
 
 _TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}

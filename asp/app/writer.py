@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 import structlog
 
 from asp.errors import AspError
-from asp.worker import ctrl_c_held, die_with_parent, ignore_ctrl_c
+from asp.interrupts import ctrl_c_held, ignore_ctrl_c
+from asp.worker import die_with_parent
 
 __all__ = ["Writer", "WriterFailed"]
 

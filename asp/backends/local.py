@@ -41,6 +41,7 @@ from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_tr
 from asp.backends.slots import SlotBackend, SlotWorker, process_ended
 from asp.checks import check_main_module, check_spawnable
 from asp.errors import AspError, ConfigError
+from asp.interrupts import ctrl_c_held
 from asp.log import log_settings
 from asp.weights import Publications, WeightStore
 
@@ -119,7 +120,7 @@ class WorkerProcess(SlotWorker):
                 log_settings(),
             ),
         )
-        with worker.ctrl_c_held():  # the process is spawned here: deaf to Ctrl-C until initialized
+        with ctrl_c_held():  # the process is spawned here: deaf to Ctrl-C until initialized
             started = asyncio.get_running_loop().run_in_executor(self.executor, worker.ping)
         super().__init__(number, started)
         self.process = _executor_process(self.executor)
