@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from asp.app.metrics import mover_scores
+
 __all__ = ["TrainDisplay"]
 
 
@@ -80,9 +82,7 @@ class TrainDisplay:
             )
             if "eval/score" in fields:
                 text += f", score vs random {fields['eval/score']:.3f} (Elo {_elo(fields, 'eval')})"
-            for key, score in fields.items():  # the game's other movers: greedy, winblock, ...
-                if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score":
-                    text += f", vs {key[5:-6]} {score:.3f}"
+            text += "".join(f", vs {name} {score:.3f}" for name, score in mover_scores(fields).items())
             if "eval_sf/score" in fields:
                 engine, score = fields["eval_sf/engine"], fields["eval_sf/score"]
                 text += f", vs {engine} {score:.3f} (Elo {_elo(fields, 'eval_sf')})"

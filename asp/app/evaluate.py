@@ -160,10 +160,9 @@ def elo_from_score(score: float, *, n_games: int, draw_ratio: float | None = Non
     clamped = min(max(score, half), 1.0 - half)
     variance = clamped * (1.0 - clamped) - (draw_ratio or 0.0) / 4.0
     se = math.sqrt(max(variance, 1e-12) / n_games)
-    low, high = clamped - _Z95 * se, clamped + _Z95 * se
+    low = min(max(clamped - _Z95 * se, half), 1.0 - half)
+    high = min(max(clamped + _Z95 * se, half), 1.0 - half)
     elo = _elo(clamped)
-    low = min(max(low, half), 1.0 - half)
-    high = min(max(high, half), 1.0 - half)
     if clamped == 1.0 - half:  # half a point from every game: the interval's top would be the estimate
         return EloEstimate(score, n_games, elo, _elo(low), elo, ">")
     if clamped == half:

@@ -8,7 +8,21 @@ from typing import Any
 from asp.app.evaluate import MatchResult
 from asp.pipeline import IterationReport
 
-__all__ = ["match_metrics", "metrics_line"]
+__all__ = ["match_metrics", "metrics_line", "mover_scores"]
+
+
+def mover_scores(line: dict[str, Any]) -> dict[str, float]:
+    """The scores of a metrics line against the game's movers other than the random one
+    (``eval_greedy/score``, ``eval_winblock/score``, ...), by mover name; Stockfish's aside.
+
+    >>> mover_scores({"eval/score": 1.0, "eval_greedy/score": 0.9, "eval_sf/score": 0.1})
+    {'greedy': 0.9}
+    """
+    return {
+        key[len("eval_") : -len("/score")]: value
+        for key, value in line.items()
+        if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score"
+    }
 
 
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:

@@ -356,13 +356,11 @@ async def _session(
 
 def _final_line(run: RunDir, history: Sequence[dict[str, Any]]) -> str:
     """The last line of ``asp train``: the final scores, how the time went, where the curves are."""
+    from asp.app.metrics import mover_scores
+
     final = history[-1] if history else {}
     score = final.get("eval/score")
-    others = "".join(
-        f", against the {key[5:-6]} mover: {value:.3f}"
-        for key, value in final.items()
-        if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score"
-    )
+    others = "".join(f", against the {name} mover: {value:.3f}" for name, value in mover_scores(final).items())
     return (
         f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
         f"{'n/a' if score is None else f'{score:.3f}'}{others}; {_time_summary(history)}; curves: {run.curves}"
