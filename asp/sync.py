@@ -114,9 +114,9 @@ def play_games_parallel(
     """``play_fn(model, opp, cfg)``'s result, played by ``workers`` processes.
 
     With ``workers <= 1`` the games are played in this process, with no pool at all, on
-    ``threads_per_worker`` torch threads as a worker would play them (the count is restored
-    after: on a busy machine torch's default, a thread a core, once played 15 times slower).
-    Other keyword options go to :class:`~asp.SelfPlay`.
+    ``threads_per_worker`` torch threads as a worker would play them (torch's default, a
+    thread a core, only adds overhead to a small model's batches), and the count is restored
+    after. Other keyword options go to :class:`~asp.SelfPlay`.
     """
     if workers is not None and workers <= 1:
         if play_fn is None:
