@@ -169,3 +169,17 @@ def test_a_mistake_about_a_game_run_is_one_line(
     cases.append((["show", str(binary)], "line 1 is not JSON: not an asp games file"))
     for args, text in cases:
         one_line_error((main(args), capsys.readouterr().err), text)
+
+
+def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps_them() -> None:
+    from asp.app.cli import _parser
+    from asp.app.train_command import train_config
+
+    spec = "asp.tinychess.game:TinyChessGame"
+    cfg, _ = train_config(_parser().parse_args(["train", "--game", spec, "--device", "cpu"]))
+    assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_every) == (160, 200, 8, 8)
+    train = cfg.train
+    assert (train.batch_size, train.value_coef, train.device) == (1024, 0.5, "cpu")
+    assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.05, 0.95)
+    other, _ = train_config(_parser().parse_args(["train", "--game", "connect4"]))
+    assert (other.games, other.train.heuristic_weight, other.train.outcome_gamma) == (200, 0.0, 1.0)
