@@ -163,6 +163,13 @@ CASES = {
     "train --eval-search -1": Case(
         ("train", "--eval-search", "-1", "--run-dir", "{tmp}/new"), ("--eval-search", "0..10000")
     ),
+    "train --eval-precision 0.6": Case(
+        ("train", "--eval-precision", "0.6", "--run-dir", "{tmp}/new"), ("--eval-precision", "[0, 0.5]")
+    ),
+    "train --game connect4 --eval-precision -1": Case(
+        ("train", "--game", "connect4", "--eval-precision", "-1", "--run-dir", "{tmp}/new"),
+        ("--eval-precision", "[0, 0.5]"),
+    ),
     "train --eval-search with --policy-only": Case(
         ("train", "--eval-search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
     ),

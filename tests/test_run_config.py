@@ -32,6 +32,9 @@ SMALL = RunConfig(games=4, max_plies=8, eval_games=4, model=ModelConfig(hidden=1
         ("eval_every", 0),
         ("eval_games", 0),
         ("eval_games", "8"),
+        ("eval_precision", -0.01),
+        ("eval_precision", 0.51),
+        ("eval_precision", "0.05"),
     ],
 )
 def test_run_config_rejects_a_bad_value_naming_the_field(field: str, value: object) -> None:
@@ -82,6 +85,16 @@ def test_a_run_stored_before_mate_in_one_existed_reads_as_without_it() -> None:
     assert RunConfig.from_dict(data).mate_in_one is True  # the default of new runs
     del data["mate_in_one"]
     assert RunConfig.from_dict(data).mate_in_one is False
+
+
+def test_a_run_stored_before_eval_precision_existed_plays_every_evaluation_game() -> None:
+    from asp.app.game_config import GameRunConfig
+
+    for cfg in (RunConfig(), GameRunConfig()):
+        data = json.loads(json.dumps(cfg.to_dict()))
+        assert type(cfg).from_dict(data).eval_precision == 0.05  # the default of new runs
+        del data["eval_precision"]
+        assert type(cfg).from_dict(data).eval_precision == 0.0
 
 
 def test_run_config_round_trips_through_a_dict_and_json() -> None:

@@ -12,6 +12,7 @@ import structlog
 import torch
 
 from asp.app.evaluate import match_result_of
+from asp.app.matches import play_matches
 from asp.app.metrics import match_metrics
 from asp.app.run_config import RunConfig
 from asp.errors import ConfigError, ShardFailed
@@ -20,7 +21,7 @@ from asp.tinychess.engine import EngineFailed, EngineOpponent
 from asp.tinychess.opponents import GreedyMover, RandomMover
 from asp.tinychess.records import GameRecord
 
-__all__ = ["EVAL_PRIORITY", "endings", "evaluate_vs_engine", "evaluate_vs_greedy", "evaluate_vs_random"]
+__all__ = ["EVAL_PRIORITY", "endings", "evaluate_vs_engine", "evaluate_vs_movers"]
 
 log = structlog.get_logger("asp.train")
 
@@ -30,30 +31,28 @@ EVAL_PRIORITY = 1
 checkpoint wait for its evaluation, not for the next iteration's games."""
 
 
-async def evaluate_vs_random(
+async def evaluate_vs_movers(
     selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
 ) -> dict[str, Any]:
-    """Score of ``model`` against a uniformly random mover over ``cfg.eval_games`` games."""
-    return await _evaluate(selfplay, model, RandomMover(), cfg.eval_cfg(version), "eval")
-
-
-async def evaluate_vs_greedy(
-    selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
-) -> dict[str, Any]:
-    """Score of ``model`` against the one-ply material-greedy mover over ``cfg.eval_games``
-    games from the bundled openings, each with both colours: ``eval_greedy/...`` metrics."""
-    return await _evaluate(selfplay, model, GreedyMover(), cfg.engine_eval_cfg(version), "eval_greedy")
-
-
-async def _evaluate(
-    selfplay: SelfPlay, model: torch.nn.Module, opponent: torch.nn.Module, play_cfg: Any, prefix: str
-) -> dict[str, Any]:
-    """A match of ``model`` against ``opponent``: its ``prefix/...`` score, endings and seconds."""
-    records, stats = await selfplay.play(model, opponent, play_cfg, priority=EVAL_PRIORITY)
+    """Score of ``model`` against the uniformly random mover (``eval/...`` metrics) and
+    against the one-ply material-greedy mover from the bundled openings, each with both
+    colours (``eval_greedy/...``): two matches at once, each of at most ``cfg.eval_games``
+    games, which stop early once their score is known to ``cfg.eval_precision``
+    (:mod:`asp.app.matches`)."""
+    matches = {
+        "eval": (RandomMover(), cfg.eval_cfg(version)),
+        "eval_greedy": (GreedyMover(), cfg.engine_eval_cfg(version)),
+    }
+    played = await play_matches(selfplay, model, matches, precision=cfg.eval_precision, priority=EVAL_PRIORITY)
     return {
-        **match_metrics(prefix, match_result_of(records)),
-        f"{prefix}/endings": endings(records),
-        f"{prefix}/seconds": stats["seconds"],
+        key: value
+        for prefix, match in played.items()
+        for key, value in {
+            **match_metrics(prefix, match_result_of(match.records)),
+            f"{prefix}/endings": endings(match.records),
+            f"{prefix}/seconds": match.seconds,
+            f"{prefix}/worker_seconds": match.worker_seconds,
+        }.items()
     }
 
 

@@ -83,7 +83,14 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
     train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 8; other games: 4)")
-    train.add_argument("--eval-games", type=int, help="games per evaluation, against each opponent (default 100)")
+    train.add_argument(
+        "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
+    )
+    train.add_argument(
+        "--eval-precision",
+        type=float,
+        help="an evaluation stops once its score is known to +- this (95%%; default 0.05; 0: play every game)",
+    )
     train.add_argument(
         "--eval-vs",
         choices=("random", "stockfish"),

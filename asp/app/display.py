@@ -88,9 +88,8 @@ class TrainDisplay:
                 text += f", vs {engine} {score:.3f} (Elo {_elo(fields, 'eval_sf')})"
             elif "eval_sf/error" in fields:
                 text += f", engine evaluation failed: {fields['eval_sf/error']}"
-            evaluating = sum(v for k, v in fields.items() if k.startswith("eval") and k.endswith("/seconds"))
-            if evaluating:
-                text += f"; evaluation {evaluating:.1f}s"
+            if "time/evaluation" in fields:
+                text += f"; evaluation {fields['time/evaluation']:.1f}s"
             self.console.print(text, highlight=False)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from asp.app.games import TINYCHESS, load_game
 from asp.app.run_config import RunConfig, fields_of
-from asp.checks import check_bool, check_int
+from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games import PlayConfig, TrainConfig
 from asp.pipeline import MAX_STALENESS
@@ -57,7 +57,10 @@ class GameRunConfig:
     eval_every: int = 4
     """Evaluate every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 100
-    """Games of each evaluation, against each of the game's movers (2 to 10**6)."""
+    """The most games of each evaluation, against each of the game's movers (2 to 10**6)."""
+    eval_precision: float = 0.05
+    """An evaluation stops, after a round of 20 games, once the 95% interval of its score is
+    at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.matches`)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The trainer."""
 
@@ -78,6 +81,7 @@ class GameRunConfig:
             ("eval_games", 2, 10**6),
         ):
             check_int(f"GameRunConfig.{name}", getattr(self, name), low, high)
+        check_number("GameRunConfig.eval_precision", self.eval_precision, 0, 0.5)
         check_bool("GameRunConfig.overlap", self.overlap)
         if not isinstance(self.train, TrainConfig):
             raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")
@@ -125,8 +129,9 @@ class GameRunConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GameRunConfig:
         """The config that :meth:`to_dict` wrote; a field this asp does not know raises
-        ConfigError naming it."""
+        ConfigError naming it. A stored config without ``eval_precision`` reads as 0."""
         data = fields_of("GameRunConfig", cls, data)
+        data.setdefault("eval_precision", 0.0)  # a run stored before it played every evaluation game
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
         return cls(train=train, **data)
 

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.checks import check_int
+from asp.checks import check_int, check_number
 from asp.errors import ConfigError
 from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
@@ -68,7 +68,11 @@ class RunConfig:
     eval_every: int = 8
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 100
-    """Games of each evaluation, against each opponent (1 to 10**6)."""
+    """The most games of each evaluation, against each opponent (1 to 10**6)."""
+    eval_precision: float = 0.05
+    """An evaluation against the random or the greedy mover stops, after a round of 20 games,
+    once the 95% interval of its score is at most this much either side (0 to 0.5: 0 plays
+    every game; see :mod:`asp.app.matches`). A stored config without it reads as 0."""
     eval_temperature: float = 0.1
     """Sampling temperature of the model in evaluation games (the random mover samples at 1)."""
     eval_engine: EngineConfig | None = None
@@ -96,6 +100,7 @@ class RunConfig:
             check_int(f"RunConfig.{name}", getattr(self, name), low, high)
         if self.eval_search is not None:
             check_int("RunConfig.eval_search", self.eval_search, 0, 10_000)
+        check_number("RunConfig.eval_precision", self.eval_precision, 0, 0.5)
         # The settings passed on to PlayConfig, by PlayConfig's rules under RunConfig's names.
         for play_field, name in (
             ("max_plies", "max_plies"),
@@ -164,11 +169,12 @@ class RunConfig:
         asp.errors.ConfigError: RunConfig.train has no field 'gae_lambda' (a run of another version of asp?); ...
         """
         data = fields_of("RunConfig", cls, data)
-        # A run stored before the field existed played with the policy alone, and evaluated
-        # as it played.
+        # A run stored before the field existed played with the policy alone, evaluated as it
+        # played, and played every evaluation game.
         data.setdefault("mate_in_one", False)
         data.setdefault("search", 0)
         data.setdefault("eval_search", None)
+        data.setdefault("eval_precision", 0.0)
         model = ModelConfig(**fields_of("RunConfig.model", ModelConfig, data.pop("model")))
         train = TrainConfig(**fields_of("RunConfig.train", TrainConfig, data.pop("train")))
         engine = data.pop("eval_engine", None)

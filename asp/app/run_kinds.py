@@ -21,10 +21,11 @@ from typing import Any, Protocol
 import structlog
 import torch
 
-from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_greedy, evaluate_vs_random
+from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_movers
 from asp.app.evaluate import match_result_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
+from asp.app.matches import play_matches
 from asp.app.metrics import match_metrics
 from asp.app.pgn import write_pgn
 from asp.app.run_config import RunConfig
@@ -108,8 +109,7 @@ class ChessRun:
         return self.cfg.play_cfg(iteration, version)
 
     async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
-        line = await evaluate_vs_random(selfplay, model, self.cfg, version)
-        line.update(await evaluate_vs_greedy(selfplay, model, self.cfg, version))
+        line = await evaluate_vs_movers(selfplay, model, self.cfg, version)
         if self.engine is not None:
             line.update(await evaluate_vs_engine(selfplay, model, self.cfg, version, self.engine))
         return line
@@ -141,13 +141,16 @@ class GameRun:
         return self.cfg.play_cfg(self.game, iteration, version)
 
     async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
+        cfg = self.cfg.eval_cfg(self.game, version)
+        matches = {
+            "eval" if name == "random" else f"eval_{name}": (mover, cfg) for name, mover in self.game.movers().items()
+        }
+        played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
         line: dict[str, Any] = {}
-        for name, mover in self.game.movers().items():
-            prefix = "eval" if name == "random" else f"eval_{name}"
-            cfg = self.cfg.eval_cfg(self.game, version)
-            records, stats = await selfplay.play(model, mover, cfg, priority=EVAL_PRIORITY)
-            line.update(match_metrics(prefix, match_result_of(records)))
-            line[f"{prefix}/seconds"] = stats["seconds"]
+        for prefix, match in played.items():
+            line.update(match_metrics(prefix, match_result_of(match.records)))
+            line[f"{prefix}/seconds"] = match.seconds
+            line[f"{prefix}/worker_seconds"] = match.worker_seconds
         return line
 
     def games_writer(self) -> Any:

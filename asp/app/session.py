@@ -205,7 +205,9 @@ class _Saver:
         line.update(report.extra)
         if evaluated is not None:
             self.notify("evaluating", {"iteration": report.iteration})
+            evaluating = time.perf_counter()
             line.update(await self.kind.evaluate(self.selfplay, evaluated, report.version_trained + 1))
+            line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
         started = time.perf_counter()
         history = [*self.history, line]
         failure = await finish_thread_call(functools.partial(writer.call, plot_history, history, run.curves))

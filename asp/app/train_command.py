@@ -92,6 +92,7 @@ def train_config(args: argparse.Namespace) -> Any:
         "max_plies",
         "eval_every",
         "eval_games",
+        "eval_precision",
         "max_staleness",
         "eval_search",
     ):
@@ -139,8 +140,8 @@ def _game_train_config(args: argparse.Namespace) -> Any:
     load_game(args.game)  # a game that cannot be loaded is the user's mistake: said before anything else
     base = defaults_for(args.game)
     changes: dict[str, Any] = {"game": args.game}
-    for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "max_staleness",
-                   "search", "eval_search"):  # fmt: skip
+    for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
+                   "max_staleness", "search", "eval_search"):  # fmt: skip
         _take_option(args, option, base, changes)
     if args.sequential:
         changes["overlap"] = False
