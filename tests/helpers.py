@@ -132,3 +132,12 @@ def assert_pgn_extract_accepts(path: Path, *, games: int, pgn_extract: str) -> N
     for k, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         assert dict(a.headers) == dict(b.headers), f"game {k}: tags differ after pgn-extract"
         assert list(a.mainline_moves()) == list(b.mainline_moves()), f"game {k}: moves differ after pgn-extract"
+
+
+def read_scalars(logdir: Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of the TensorBoard event files in ``logdir``, as TensorBoard loads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(logdir), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}

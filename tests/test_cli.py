@@ -26,7 +26,7 @@ import pytest
 import torch
 from helpers import pgn_games, process_group, survivors
 
-from asp.app.checkpoint import load_checkpoint
+from asp.app.checkpoint import kept_versions, load_checkpoint
 from asp.app.run_config import RunConfig
 from asp.tinychess.model import ModelConfig
 
@@ -165,8 +165,9 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     # whole lines off a terminal (once cut at 80 columns, inside a field)
     assert re.search(r"^asp train: \d+ cores: .*busy threads at most\)$", result.stderr, re.M), result.stderr
     last = (
-        r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}; "
-        r"evaluation \d+\.\ds$"
+        r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}, "
+        r"vs v0 \d\.\d{3}; ladder v2 [+-]\d+ \[95%: [+-]\d+, [+-]\d+\], (above|below|cannot tell yet from) v0 "
+        r"\([+-]\d+ \[95%: [+-]\d+, [+-]\d+\]\); evaluation \d+\.\ds$"
     )
     assert re.search(last, result.stderr, re.M), result.stderr
 
@@ -193,6 +194,10 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
     assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8
     assert lines[1]["eval/elo_low"] <= lines[1]["eval/elo"] <= lines[1]["eval/elo_high"]
+    # the ladder: version 2 against version 0 too, and every player on one scale
+    assert lines[1]["eval/version"] == 2 and lines[1]["eval_v0/games"] == 8
+    assert set(lines[1]["ladder"]) == {"random", "greedy", "v0", "v2"} and lines[1]["ladder"]["random"][0] == 0
+    assert lines[1]["ladder/elo"] == lines[1]["ladder"]["v2"][0]
     endings = lines[1]["eval/endings"]  # e.g. {"draw/max_plies": 5, "win/checkmate": 1, ...}
     assert sum(endings.values()) == 8
     assert sum(n for key, n in endings.items() if key.startswith("win/")) == lines[1]["eval/wins"]
@@ -213,6 +218,12 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
         # Overlapped: iteration 1 was played by the version-0 snapshot too.
         assert {g.headers["White"] for g in games} == {"asp model v0"}
     assert (run / "curves.png").read_bytes().startswith(PNG_MAGIC)
+    # versions kept: 0, and 2, which it evaluated: the checkpoint's own weights, without its trainer
+    assert kept_versions(run) == [0, 2]
+    kept = load_checkpoint(run / "versions" / "v000002.pt")
+    assert (kept["version"], kept["next_iteration"], kept["config"]) == (2, 2, state["config"])
+    assert differing_tensors(kept["model"], state["model"]) == [] and "optimizer" not in kept
+    assert differing_tensors(kept["model"], load_checkpoint(run / "versions" / "v000000.pt")["model"])
     # no temporary file left behind; the lock file stays, emptied when the run let go of it
     assert [p.name for p in run.rglob(".*")] == [".lock"] and (run / ".lock").read_text() == ""
 
@@ -644,7 +655,7 @@ def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:
     from asp.app.train_command import train_config
 
     cfg, changes = train_config(_parser().parse_args(["train", "--policy-only"]))
-    assert changes == {"mate_in_one": False, "search": 0, "eval_search": None} and not cfg.mate_in_one
+    assert changes == {"mate_in_one": False, "search": 0, "eval_search": 0} and not cfg.mate_in_one
     assert not cfg.play_cfg(0, 0).mate_in_one and not cfg.eval_cfg(0).mate_in_one
     assert cfg.eval_cfg(0).search is None  # evaluated as it plays: its policy alone
     cfg, changes = train_config(_parser().parse_args(["train"]))

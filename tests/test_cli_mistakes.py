@@ -170,6 +170,14 @@ CASES = {
         ("train", "--game", "connect4", "--eval-precision", "-1", "--run-dir", "{tmp}/new"),
         ("--eval-precision", "[0, 0.5]"),
     ),
+    "train --config not TOML": Case(("train", "--config", "{tmp}/notes.txt"), ("--config", "notes.txt: not TOML")),
+    "train --config binary": Case(("train", "--config", "{tmp}/binary.pgn"), ("binary.pgn: not a text file",)),
+    "train --config /dev/zero": Case(("train", "--config", "/dev/zero"), ("--config /dev/zero: over 1048576 bytes",)),
+    "train --config with --resume": Case(
+        ("train", "--config", "{tmp}/good/config.json", "--resume", "{tmp}/run"),
+        ("--config starts a new run",),
+        spoiled_run(str),
+    ),
     "train --eval-search with --policy-only": Case(
         ("train", "--eval-search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
     ),

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from helpers import read_scalars
 
 from asp.app.checkpoint import GAME_FORMAT, load_checkpoint
 from asp.app.cli import main
@@ -45,7 +46,7 @@ def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], t
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("c4")
-    result = ok(asp("train", "--game", "connect4", *TINY, "--run-dir", "run", cwd=where))
+    result = ok(asp("train", "--game", "connect4", *TINY, "--tensorboard", "--run-dir", "run", cwd=where))
     (where / "stderr.txt").write_text(result.stderr)
     return where / "run"
 
@@ -64,10 +65,16 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     assert [m["iteration"] for m in metrics] == [0, 1]
     assert {"eval/score", "eval_winblock/score", "loss/policy", "loss/value"} <= set(metrics[-1])
     assert (connect4_run / "curves.png").read_bytes().startswith(b"\x89PNG")
+    # --tensorboard: every metric of every line, at its iteration
+    scalars = read_scalars(connect4_run / "tensorboard")
+    assert [step for step, _ in scalars["loss/policy"]] == [0, 1]
+    assert scalars["eval/score"] == [(1, pytest.approx(metrics[-1]["eval/score"]))]
+    assert scalars["ladder/v2"] == [(1, pytest.approx(metrics[-1]["ladder"]["v2"][0]))]
     # the line of an evaluated iteration scores every mover of the game, and says what it cost
     stderr = (connect4_run.parent / "stderr.txt").read_text()
-    assert re.search(r"^iteration 2/2: .*score vs random \d\.\d{3} .*, vs winblock \d\.\d{3}; evaluation \d+\.\ds$",
-                     stderr, re.M), stderr  # fmt: skip
+    assert re.search(r"^iteration 2/2: .*score vs random \d\.\d{3} .*, vs winblock \d\.\d{3}, vs v0 \d\.\d{3}; "
+                     r"ladder v2 .*v0 .*; evaluation \d+\.\ds$", stderr, re.M), stderr  # fmt: skip
+    assert set(metrics[-1]["ladder"]) == {"random", "winblock", "v0", "v2"}
 
 
 @pytest.mark.slow
@@ -89,6 +96,16 @@ def test_eval_play_show_and_moves_read_the_runs_game(
     assert re.search(r"against the winblock mover: score [01]\.\d{3} \(\+\d+ =\d+ -\d+ of 4\)", capsys.readouterr().out)
     assert main(["eval", run, "--vs", run, "--games", "4", "--search", "4"]) == 0
     assert "score 0.500" in capsys.readouterr().out  # itself, each start with both colours
+    # the versions the run keeps: 0, and 2, which it evaluated
+    assert main(["eval", run, "--vs", f"{run}@0", "--games", "4", "--search", "4"]) == 0
+    out = capsys.readouterr().out
+    assert f"against {run}@0 (version 0): score" in out
+    assert out.splitlines()[-1] == f"{run} keeps versions 0, 2: play one as --vs {run}@VERSION"
+    one_line_error((main(["eval", f"{run}@5"]), capsys.readouterr().err), "keeps no version 5 (it keeps: 0, 2)")
+    assert main(["eval", run, "--ladder"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].startswith(f"ladder of {run}: Bradley-Terry over ") and len(table) == 5
+    assert {row.split()[0] for row in table[1:]} == {"random", "winblock", "v0", "v2"}
     games = tmp_path / "games.jsonl"
     assert main(["play", "--checkpoint", run, "--games", "3", "--search", "2", "--out", str(games)]) == 0
     assert "played 3 games" in capsys.readouterr().out
@@ -177,7 +194,7 @@ def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps
 
     spec = "asp.tinychess.game:TinyChessGame"
     cfg, _ = train_config(_parser().parse_args(["train", "--game", spec, "--device", "cpu"]))
-    assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_every) == (160, 200, 8, 8)
+    assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_every) == (160, 200, 8, 10)
     train = cfg.train
     assert (train.batch_size, train.value_coef, train.device) == (1024, 0.5, "cpu")
     assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.05, 0.95)

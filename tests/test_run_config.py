@@ -92,7 +92,7 @@ def test_a_run_stored_before_eval_precision_existed_plays_every_evaluation_game(
 
     for cfg in (RunConfig(), GameRunConfig()):
         data = json.loads(json.dumps(cfg.to_dict()))
-        assert type(cfg).from_dict(data).eval_precision == 0.05  # the default of new runs
+        assert type(cfg).from_dict(data).eval_precision == 0.1  # the default of new runs
         del data["eval_precision"]
         assert type(cfg).from_dict(data).eval_precision == 0.0
 

@@ -1,4 +1,5 @@
-"""An iteration's artefacts on disk: its metrics line and checkpoint, together; the curves."""
+"""An iteration's artefacts on disk: its metrics line and checkpoint, together; the kept
+versions; the curves."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from asp.app.checkpoint import write_checkpoint
+from asp.app.checkpoint import kept_version_state, version_path, write_checkpoint
 from asp.app.run import RunDir
 
-__all__ = ["commit_iteration", "plot_history"]
+__all__ = ["commit_iteration", "keep_version", "plot_history"]
 
 
 def commit_iteration(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
@@ -22,6 +23,14 @@ def commit_iteration(run: RunDir, line: dict[str, Any], checkpoint: dict[str, An
     started = time.perf_counter()
     write_checkpoint(checkpoint, run.checkpoint)
     return time.perf_counter() - started
+
+
+def keep_version(run: RunDir, cfg: Any, *, version: int, next_iteration: int, weights: dict[str, Any]) -> None:
+    """Keep ``version`` of the run ``cfg`` in ``run``: the weights and config, as
+    :func:`~asp.app.checkpoint.kept_version_state` (a copy, then written atomically)."""
+    path = version_path(run.path, version)
+    path.parent.mkdir(exist_ok=True)
+    write_checkpoint(kept_version_state(cfg, version=version, next_iteration=next_iteration, weights=weights), path)
 
 
 def plot_history(history: list[dict[str, Any]], path: Path) -> str | None:

@@ -24,6 +24,10 @@ seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` wri
 atomically, :func:`load_checkpoint` reads, checks and upgrades it, and
 :func:`restore_checkpoint` loads it into a model and trainer to resume.
 
+A run also keeps the weights of version 0 and of every version it evaluated, in ``versions/``
+(:func:`kept_version_state`: the same format without the trainer's fields), which ``asp
+eval``, ``play`` and ``moves`` read as ``RUN@VERSION`` (:func:`checkpoint_path`).
+
 Compatibility: this asp reads every checkpoint of format version ``FORMAT_VERSION``, those
 written before ``pending_plays`` existed included (their ``play_weights`` is read as the one
 pending play, one version older than the checkpoint), and a config stored before a field
@@ -64,9 +68,14 @@ __all__ = [
     "FORMAT_VERSION",
     "GAME_FORMAT",
     "GAME_FORMAT_VERSION",
+    "VERSIONS",
     "Restored",
     "RunError",
+    "checkpoint_path",
     "checkpoint_state",
+    "kept_version_state",
+    "kept_versions",
+    "kept_versions_line",
     "load_checkpoint",
     "load_weights",
     "model_from_checkpoint",
@@ -74,6 +83,7 @@ __all__ = [
     "pending_plays",
     "restore_checkpoint",
     "run_config_of",
+    "version_path",
     "write_checkpoint",
 ]
 
@@ -83,6 +93,8 @@ FORMAT = "asp-tinychess-run"
 """The ``format`` field of every checkpoint: what tells one from another torch file."""
 FORMAT_VERSION = 2
 """2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""
+VERSIONS = "versions"
+"""The folder of a run directory where it keeps the weights of its evaluated versions."""
 GAME_FORMAT = "asp-game-run"
 """The ``format`` field of the checkpoint of a run of any game but TinyChess."""
 GAME_FORMAT_VERSION = 1
@@ -150,6 +162,25 @@ def checkpoint_state(
         "trainer_steps": trainer.steps,
         "replay_window": trainer.window_state(),
         "torch_rng": torch.get_rng_state(),
+    }
+
+
+def kept_version_state(
+    cfg: RunConfig | GameRunConfig, *, version: int, next_iteration: int, weights: dict[str, Any]
+) -> dict[str, Any]:
+    """A kept version of a run: the weights of ``version`` (trained by the iterations before
+    ``next_iteration``) and the run's config, in the checkpoint format without the trainer.
+    ``asp eval``, ``play`` and ``moves`` read it as a checkpoint (``RUN@VERSION``); a run
+    resumes from its checkpoint only."""
+    kind = GAME_FORMAT if isinstance(cfg, GameRunConfig) else FORMAT
+    return {
+        "format": kind,
+        "format_version": _FORMATS[kind],
+        "config": cfg.to_dict(),
+        "next_iteration": next_iteration,
+        "version": version,
+        "model": _detached(weights),
+        "pending_plays": [],
     }
 
 
@@ -255,15 +286,53 @@ def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
 
 
 def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """The model of a checkpoint file or run directory (in eval mode), and the checkpoint itself."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / CHECKPOINT
+    """The model of a checkpoint file, a run directory or a kept version ``RUN@VERSION`` (in
+    eval mode), and the checkpoint itself."""
+    path = checkpoint_path(path)
     data = load_checkpoint(path)
     model = new_model(run_config_of(data))
     load_weights(model, data["model"], path)
     model.eval()
     return model, data
+
+
+def checkpoint_path(where: str | os.PathLike[str]) -> Path:
+    """The checkpoint file that ``where`` names: a file, a run directory (its last
+    checkpoint), or ``RUN@VERSION``, a version that the run directory keeps.
+
+    :raises RunError: ``RUN@VERSION`` of a version the run does not keep, naming those it does.
+    """
+    path = Path(where)
+    if path.is_dir():
+        return path / CHECKPOINT
+    run, at, version = os.fspath(where).rpartition("@")
+    if not at or not version.isdigit() or not Path(run).is_dir() or path.exists():
+        return path
+    kept = kept_versions(run)
+    if int(version) not in kept:
+        have = ", ".join(map(str, kept)) or "none"
+        raise RunError(f"{where}: {run} keeps no version {int(version)} (it keeps: {have})")
+    return version_path(run, int(version))
+
+
+def version_path(run: str | os.PathLike[str], version: int) -> Path:
+    """Where the run directory ``run`` keeps ``version``."""
+    return Path(run) / VERSIONS / f"v{version:06d}.pt"
+
+
+def kept_versions(run: str | os.PathLike[str]) -> list[int]:
+    """The versions that the run directory ``run`` keeps, in order."""
+    found = (p.name for p in (Path(run) / VERSIONS).glob("v*.pt"))
+    return sorted(int(name[1:-3]) for name in found if name[1:-3].isdigit())
+
+
+def kept_versions_line(where: str | os.PathLike[str]) -> str | None:
+    """What ``asp eval`` says of the versions a run directory keeps (None: ``where`` is no run
+    directory, or keeps none)."""
+    kept = kept_versions(where) if Path(where).is_dir() else []
+    if not kept:
+        return None
+    return f"{os.fspath(where)} keeps versions {', '.join(map(str, kept))}: play one as --vs {os.fspath(where)}@VERSION"
 
 
 # -- resuming --------------------------------------------------------------------------------

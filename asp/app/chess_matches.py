@@ -32,17 +32,23 @@ checkpoint wait for its evaluation, not for the next iteration's games."""
 
 
 async def evaluate_vs_movers(
-    selfplay: SelfPlay, model: torch.nn.Module, cfg: RunConfig, version: int
+    selfplay: SelfPlay,
+    model: torch.nn.Module,
+    cfg: RunConfig,
+    version: int,
+    past: Sequence[tuple[int, torch.nn.Module]] = (),
 ) -> dict[str, Any]:
-    """Score of ``model`` against the uniformly random mover (``eval/...`` metrics) and
-    against the one-ply material-greedy mover from the bundled openings, each with both
-    colours (``eval_greedy/...``): two matches at once, each of at most ``cfg.eval_games``
-    games, which stop early once their score is known to ``cfg.eval_precision``
-    (:mod:`asp.app.matches`)."""
-    matches = {
+    """Score of ``model`` against the uniformly random mover (``eval/...`` metrics), against
+    the one-ply material-greedy mover from the bundled openings, each with both colours
+    (``eval_greedy/...``), and against each ``(version, network)`` of ``past``
+    (``eval_v<N>/...``): matches at once, each of at most ``cfg.eval_games`` games, which stop
+    early once their score is known to ``cfg.eval_precision`` (:mod:`asp.app.matches`)."""
+    matches: dict[str, tuple[Any, Any]] = {
         "eval": (RandomMover(), cfg.eval_cfg(version)),
         "eval_greedy": (GreedyMover(), cfg.engine_eval_cfg(version)),
     }
+    for old, network in past:
+        matches[f"eval_v{old}"] = (network, cfg.version_match_cfg(version, old))
     played = await play_matches(selfplay, model, matches, precision=cfg.eval_precision, priority=EVAL_PRIORITY)
     return {
         key: value

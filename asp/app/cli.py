@@ -78,18 +78,28 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
         "or object; the current directory is importable)",
     )
+    train.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the run's settings from a TOML file (or a run's config.json); the options override it",
+    )
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the run's whole config as a file for --config, and exit",
+    )
     train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
-    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 8; other games: 4)")
+    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 10; other games: 4)")
     train.add_argument(
         "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
     )
     train.add_argument(
         "--eval-precision",
         type=float,
-        help="an evaluation stops once its score is known to +- this (95%%; default 0.05; 0: play every game)",
+        help="an evaluation stops once its score is known to +- this (95%%; default 0.1; 0: play every game)",
     )
     train.add_argument(
         "--eval-vs",
@@ -146,6 +156,11 @@ def _add_machine_options(train: argparse.ArgumentParser) -> None:
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
     train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
+    train.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write every metric as TensorBoard scalars in RUN/tensorboard (needs asp[tensorboard])",
+    )
 
 
 def _play_parser(sub: _Commands) -> argparse.ArgumentParser:
@@ -172,14 +187,15 @@ def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
         "eval",
         help="score a checkpoint against a mover (random, greedy, a game's own), Stockfish or another checkpoint",
     )
-    ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
+    ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file, run directory or RUN@VERSION (a kept version)")
     ev.add_argument(
         "--vs",
         default="random",
         metavar="random|greedy|stockfish|uci|MOVER|RUN2",
         help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
         "any UCI engine (--engine PATH), a mover of the run's game (Connect Four: winblock), or another "
-        "checkpoint file or run directory (./random for a directory of that name)",
+        "checkpoint file or run directory, or RUN@VERSION, a version the run keeps (./random for a directory of that "
+        "name)",
     )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
     ev.add_argument(
@@ -217,6 +233,12 @@ def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
         "--from-start", action="store_true", help="start every game from the initial position, not the bundled openings"
     )
     ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file")
+    ev.add_argument(
+        "--ladder",
+        action="store_true",
+        help="print the run's rating ladder instead (its evaluated versions and the movers on one Elo scale, "
+        "from every evaluation game)",
+    )
     return ev
 
 
@@ -376,7 +398,7 @@ def _checkpoint_name(path: str, version: int) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+    from asp.app.checkpoint import kept_versions_line, model_from_checkpoint, run_config_of
     from asp.app.evaluate import match_result_of
     from asp.app.game_commands import game_eval
     from asp.app.game_config import GameRunConfig
@@ -386,6 +408,8 @@ def _eval(args: argparse.Namespace) -> int:
     from asp.tinychess.engine import EngineOpponent
     from asp.tinychess.openings import match_openings
 
+    if args.ladder:
+        return _ladder(args.checkpoint)
     _check_game_options(args)
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
     if args.pgn:
@@ -428,6 +452,20 @@ def _eval(args: argparse.Namespace) -> int:
         f"{args.checkpoint} (version {state['version']}) against {described}: "
         f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
     )
+    if kept := kept_versions_line(args.checkpoint):
+        print(kept)
+    return 0
+
+
+def _ladder(where: str) -> int:
+    """``asp eval RUN --ladder``."""
+    from asp.app.checkpoint import RunError
+    from asp.app.ladder import ladder_table
+    from asp.app.run import RunDir
+
+    if not Path(where).is_dir():
+        raise RunError(f"{where}: --ladder reads a run directory (its metrics.jsonl)")
+    print(ladder_table(RunDir(where).read_metrics(), where))
     return 0
 
 

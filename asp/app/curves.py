@@ -1,5 +1,5 @@
-"""``curves.png``: a run's losses, scores on the ladder (random mover, greedy mover, an engine)
-and plies/s, by iteration."""
+"""``curves.png``: a run's losses, scores against the movers (random, greedy, an engine), its
+rating ladder and plies/s, by iteration."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     from matplotlib.figure import Figure
 
     its = [m["iteration"] for m in history]
-    fig = Figure(figsize=(13, 3.6))
+    fig = Figure(figsize=(17, 3.6))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 3)
+    axes = fig.subplots(1, 4)
     for key, label in (("loss/policy", "policy"), ("loss/value", "value"), ("loss/entropy", "entropy / 10")):
         scale = 0.1 if key == "loss/entropy" else 1.0
         axes[0].plot(its, [m.get(key, float("nan")) * scale for m in history], label=label)
@@ -53,13 +53,31 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
     axes[1].axhline(0.9, color="grey", linestyle="--", linewidth=1)
     axes[1].set_ylim(0, 1)
     axes[1].set_title("score against " + ", ".join(["a random mover", *shown]))
-    axes[2].plot(its, [m.get("play/plies_per_s", 0.0) for m in history])
-    axes[2].set_title("self-play plies/s")
+    _plot_ladder(axes[2], next((m["ladder"] for m in reversed(history) if "ladder" in m), {}))
+    axes[3].plot(its, [m.get("play/plies_per_s", 0.0) for m in history])
+    axes[3].set_title("self-play plies/s")
     for ax in axes:
         ax.set_xlabel("iteration")
         ax.grid(alpha=0.3)
+    axes[2].set_xlabel("version (iterations trained)")
     fig.tight_layout()
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=80)
     write_bytes_atomic(path, png.getvalue())
     return Path(path)
+
+
+def _plot_ladder(ax: Any, ladder: dict[str, list[float]]) -> None:
+    """The latest ladder: each kept version's Elo with its 95% interval, by version (the
+    iterations it trained), and the movers' as lines across."""
+    versions = sorted((int(name[1:]), rating) for name, rating in ladder.items() if name[1:].isdigit())
+    if versions:
+        x = [v for v, _ in versions]
+        elo = [r[0] for _, r in versions]
+        ax.errorbar(x, elo, yerr=[[r[0] - r[1] for _, r in versions], [r[2] - r[0] for _, r in versions]],
+                    fmt="o-", capsize=3, label="versions")  # fmt: skip
+    for k, (name, rating) in enumerate(item for item in ladder.items() if not item[0][1:].isdigit()):
+        ax.axhline(rating[0], color=f"C{k + 1}", linestyle="--", linewidth=1, label=f"{name} mover")
+    if ladder:
+        ax.legend(fontsize="small")
+    ax.set_title("ladder: Elo (random mover = 0) by version")

@@ -11,7 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from asp.app.metrics import mover_scores
+from asp.app.ladder import ladder_text
+from asp.app.metrics import mover_scores, version_scores
 
 __all__ = ["TrainDisplay"]
 
@@ -83,11 +84,14 @@ class TrainDisplay:
             if "eval/score" in fields:
                 text += f", score vs random {fields['eval/score']:.3f} (Elo {_elo(fields, 'eval')})"
             text += "".join(f", vs {name} {score:.3f}" for name, score in mover_scores(fields).items())
+            text += "".join(f", vs v{version} {score:.3f}" for version, score in version_scores(fields).items())
             if "eval_sf/score" in fields:
                 engine, score = fields["eval_sf/engine"], fields["eval_sf/score"]
                 text += f", vs {engine} {score:.3f} (Elo {_elo(fields, 'eval_sf')})"
             elif "eval_sf/error" in fields:
                 text += f", engine evaluation failed: {fields['eval_sf/error']}"
+            if (ladder := ladder_text(fields)) is not None:
+                text += f"; ladder {ladder}"
             if "time/evaluation" in fields:
                 text += f"; evaluation {fields['time/evaluation']:.1f}s"
             self.console.print(text, highlight=False)

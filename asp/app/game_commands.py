@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from asp.app.evaluate import match_result_of, play_summary
-from asp.app.game_config import GameRunConfig
+from asp.app.game_config import VERSION_MATCH_RANDOM_PLIES, GameRunConfig
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
 from asp.app.run_kinds import write_records
@@ -29,9 +29,6 @@ from asp.sync import play_games_parallel
 __all__ = ["game_eval", "game_play", "game_show", "play_search"]
 
 _CHESS_EVAL_OPTIONS = ("engine", "pgn")
-CHECKPOINT_RANDOM_PLIES = 2
-"""Random plies that start every game between two checkpoints (``PlayConfig.random_plies``):
-each start is played with both colours."""
 
 
 def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | None:
@@ -46,7 +43,7 @@ def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | 
 def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str, Any], cfg: GameRunConfig) -> int:
     """``asp eval RUN`` of a game run: a match against one of the game's movers or another
     checkpoint of the same game; prints the score with its Elo."""
-    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+    from asp.app.checkpoint import kept_versions_line, model_from_checkpoint, run_config_of
 
     given = [o for o in _CHESS_EVAL_OPTIONS if getattr(args, o) is not None] + (["from_start"] * args.from_start)
     if given:
@@ -79,12 +76,14 @@ def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str,
         search=play_search(cfg, args),
         opponent_search=opponent_search,
         # Two checkpoints that play to win would play the same two games over and over.
-        random_plies=0 if args.vs in movers else CHECKPOINT_RANDOM_PLIES,
+        random_plies=0 if args.vs in movers else VERSION_MATCH_RANDOM_PLIES,
         samples=False,
     )
     records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
     result = match_result_of(records)
     print(f"{args.checkpoint} (version {state['version']}) against {described}: {result.describe()}")  # noqa: T201
+    if kept := kept_versions_line(args.checkpoint):
+        print(kept)  # noqa: T201
     return 0
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asp.app.games import TINYCHESS, load_game
+from asp.app.matches import PAST_VERSION_GAMES
 from asp.app.run_config import RunConfig, fields_of
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
@@ -22,7 +23,11 @@ from asp.games import PlayConfig, TrainConfig
 from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
 
-__all__ = ["GAME_DEFAULTS", "GameRunConfig", "config_from_dict", "defaults_for"]
+__all__ = ["GAME_DEFAULTS", "VERSION_MATCH_RANDOM_PLIES", "GameRunConfig", "config_from_dict", "defaults_for"]
+
+VERSION_MATCH_RANDOM_PLIES = 2
+"""Random plies that open each game between two versions of a run, or two checkpoints: two
+players that play to win would otherwise play the same two games over and over."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class GameRunConfig:
     """Evaluate every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 100
     """The most games of each evaluation, against each of the game's movers (2 to 10**6)."""
-    eval_precision: float = 0.05
+    eval_precision: float = 0.1
     """An evaluation stops, after a round of 20 games, once the 95% interval of its score is
     at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.matches`)."""
     train: TrainConfig = field(default_factory=TrainConfig)
@@ -123,6 +128,18 @@ class GameRunConfig:
             search=self.search_cfg(sampling=False),
         )
 
+    def version_match_cfg(self, game: Any, version: int, opponent_version: int) -> PlayConfig:
+        """The config of a match of ``version`` against a version the run keeps, both playing
+        to win from varied starts (two random plies, each played with both colours): at most
+        :data:`~asp.app.matches.PAST_VERSION_GAMES` games (see :mod:`asp.app.ladder`)."""
+        return dataclasses.replace(
+            self.eval_cfg(game, version, games=min(self.eval_games, PAST_VERSION_GAMES)),
+            opponent_temperature=None,
+            opponent_version=opponent_version,
+            opponent_search=self.search_cfg(sampling=False),
+            random_plies=VERSION_MATCH_RANDOM_PLIES,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -141,7 +158,7 @@ GAME_DEFAULTS: dict[str, dict[str, Any]] = {
         "games": 160,
         "max_plies": 200,
         "search": 8,
-        "eval_every": 8,
+        "eval_every": 10,
         "train": TrainConfig(
             batch_size=1024, value_coef=0.5, outcome_gamma=0.95, heuristic_weight=0.05, heuristic_gamma=0.95
         ),

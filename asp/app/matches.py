@@ -28,10 +28,14 @@ import torch
 from asp.app.evaluate import MatchResult, match_result_of
 from asp.selfplay import SelfPlay
 
-__all__ = ["ROUND_GAMES", "Match", "play_match", "play_matches", "score_interval", "settled"]
+__all__ = ["PAST_VERSION_GAMES", "ROUND_GAMES", "Match", "play_match", "play_matches", "score_interval", "settled"]
 
 ROUND_GAMES = 20
 """Games of a round: small enough to stop early, enough to keep a worker's batch busy."""
+
+PAST_VERSION_GAMES = 40
+"""The most games of an evaluation's match against a version the run keeps: two searching
+players cost twice a mover's game, and the ladder pools every match (:mod:`asp.app.ladder`)."""
 
 _Z95 = 1.96
 

@@ -8,21 +8,34 @@ from typing import Any
 from asp.app.evaluate import MatchResult
 from asp.pipeline import IterationReport
 
-__all__ = ["match_metrics", "metrics_line", "mover_scores"]
+__all__ = ["match_metrics", "metrics_line", "mover_scores", "version_scores"]
 
 
 def mover_scores(line: dict[str, Any]) -> dict[str, float]:
     """The scores of a metrics line against the game's movers other than the random one
-    (``eval_greedy/score``, ``eval_winblock/score``, ...), by mover name; Stockfish's aside.
+    (``eval_greedy/score``, ``eval_winblock/score``, ...), by mover name; Stockfish's and the
+    kept versions' (``eval_v<N>/score``) aside.
 
-    >>> mover_scores({"eval/score": 1.0, "eval_greedy/score": 0.9, "eval_sf/score": 0.1})
+    >>> mover_scores({"eval/score": 1.0, "eval_greedy/score": 0.9, "eval_sf/score": 0.1, "eval_v0/score": 0.8})
     {'greedy': 0.9}
     """
-    return {
-        key[len("eval_") : -len("/score")]: value
-        for key, value in line.items()
-        if key.startswith("eval_") and key.endswith("/score") and key != "eval_sf/score"
-    }
+    names = {key[len("eval_") : -len("/score")]: value for key, value in line.items()
+             if key.startswith("eval_") and key.endswith("/score")}  # fmt: skip
+    return {name: value for name, value in names.items() if name != "sf" and not _is_version(name)}
+
+
+def version_scores(line: dict[str, Any]) -> dict[int, float]:
+    """The scores of a metrics line against the versions the run keeps, by version.
+
+    >>> version_scores({"eval_greedy/score": 0.9, "eval_v16/score": 0.6, "eval_v0/score": 1.0})
+    {0: 1.0, 16: 0.6}
+    """
+    return dict(sorted((int(key[6:-6]), value) for key, value in line.items()
+                       if key.startswith("eval_v") and key.endswith("/score") and key[6:-6].isdigit()))  # fmt: skip
+
+
+def _is_version(name: str) -> bool:
+    return name.startswith("v") and name[1:].isdigit()
 
 
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:

@@ -7,6 +7,7 @@ A run directory holds::
     metrics.jsonl    one JSON line per iteration
     log.jsonl        the run's structlog events as JSON lines
     games/iter-NNNN.pgn   each iteration's games (TinyChess; other games: .jsonl, a record a line)
+    versions/vNNNNNN.pt   the weights of version 0 and of each evaluated version (RUN@VERSION)
     curves.png       losses, score against a random mover, plies/s
 
 :class:`RunDir` names these files, starts a run, reads its config back and keeps its

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from asp.app.matches import PAST_VERSION_GAMES
 from asp.checks import check_int, check_number
 from asp.errors import ConfigError
 from asp.pipeline import MAX_STALENESS
@@ -65,11 +66,11 @@ class RunConfig:
     and in ``asp eval`` (0 to 10000: 0 plays the policy alone); None: as ``search``. Self-play
     can search little and still train the policy (the improved policy is a good target after
     a few simulations), while the strength of a player grows with the depth it searches."""
-    eval_every: int = 8
+    eval_every: int = 10
     """Evaluate against a random mover every this many iterations, and after the last (1 to 10**6)."""
     eval_games: int = 100
     """The most games of each evaluation, against each opponent (1 to 10**6)."""
-    eval_precision: float = 0.05
+    eval_precision: float = 0.1
     """An evaluation against the random or the greedy mover stops, after a round of 20 games,
     once the 95% interval of its score is at most this much either side (0 to 0.5: 0 plays
     every game; see :mod:`asp.app.matches`). A stored config without it reads as 0."""
@@ -154,6 +155,19 @@ class RunConfig:
         """The config of an evaluation against ``eval_engine``: the bundled openings, each with
         both colours; the engine samples nothing."""
         return dataclasses.replace(self.eval_cfg(version), openings=match_openings(), opponent_temperature=None)
+
+    def version_match_cfg(self, version: int, opponent_version: int) -> PlayConfig:
+        """The config of a match of ``version`` against a version the run keeps, both playing
+        as in evaluations, from the bundled openings: at most :data:`~asp.app.matches.
+        PAST_VERSION_GAMES` games (see :mod:`asp.app.ladder`)."""
+        return dataclasses.replace(
+            self.engine_eval_cfg(version),
+            n_games=min(self.eval_games, PAST_VERSION_GAMES),
+            opponent_temperature=None,
+            opponent_mate_in_one=None,
+            opponent_version=opponent_version,
+            opponent_search=self.search_cfg(sampling=False),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,9 +36,12 @@ from asp.tinychess.engine import EngineNotFound, EngineOpponent
 from asp.tinychess.model import TinyChess
 from asp.tinychess.train import Trainer
 
-__all__ = ["ChessRun", "GameRun", "RunKind", "run_kind", "write_records"]
+__all__ = ["ChessRun", "GameRun", "Past", "RunKind", "run_kind", "write_records"]
 
 log = structlog.get_logger("asp.train")
+
+Past = Sequence[tuple[int, torch.nn.Module]]
+"""Versions a run keeps that an evaluation also plays: ``(version, network)``."""
 
 
 class RunKind(Protocol):
@@ -65,8 +68,11 @@ class RunKind(Protocol):
         """The self-play config of ``iteration``, played by ``version``."""
         ...
 
-    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
-        """The evaluations of ``model`` (of ``version``) as metrics."""
+    async def evaluate(
+        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
+    ) -> dict[str, Any]:
+        """The evaluations of ``model`` (of ``version``) as metrics: against the movers, and
+        against each ``(version, network)`` of ``past`` (``eval_v<N>/...``)."""
         ...
 
     def games_writer(self) -> Any:
@@ -108,8 +114,10 @@ class ChessRun:
     def play_cfg(self, iteration: int, version: int) -> Any:
         return self.cfg.play_cfg(iteration, version)
 
-    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
-        line = await evaluate_vs_movers(selfplay, model, self.cfg, version)
+    async def evaluate(
+        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
+    ) -> dict[str, Any]:
+        line = await evaluate_vs_movers(selfplay, model, self.cfg, version, past)
         if self.engine is not None:
             line.update(await evaluate_vs_engine(selfplay, model, self.cfg, version, self.engine))
         return line
@@ -140,11 +148,15 @@ class GameRun:
     def play_cfg(self, iteration: int, version: int) -> Any:
         return self.cfg.play_cfg(self.game, iteration, version)
 
-    async def evaluate(self, selfplay: SelfPlay, model: torch.nn.Module, version: int) -> dict[str, Any]:
+    async def evaluate(
+        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
+    ) -> dict[str, Any]:
         cfg = self.cfg.eval_cfg(self.game, version)
-        matches = {
+        matches: dict[str, tuple[Any, Any]] = {
             "eval" if name == "random" else f"eval_{name}": (mover, cfg) for name, mover in self.game.movers().items()
         }
+        for old, network in past:
+            matches[f"eval_v{old}"] = (network, self.cfg.version_match_cfg(self.game, version, old))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
         line: dict[str, Any] = {}
         for prefix, match in played.items():

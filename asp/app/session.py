@@ -20,14 +20,24 @@ from typing import Any, TypeVar
 import structlog
 import torch
 
-from asp.app.artefacts import commit_iteration, plot_history
-from asp.app.checkpoint import Restored, RunError, checkpoint_state, restore_checkpoint
+from asp.app.artefacts import commit_iteration, keep_version, plot_history
+from asp.app.checkpoint import (
+    Restored,
+    RunError,
+    checkpoint_state,
+    kept_versions,
+    model_from_checkpoint,
+    restore_checkpoint,
+    version_path,
+)
 from asp.app.game_config import GameRunConfig
+from asp.app.ladder import ladder_metrics, past_versions
 from asp.app.loop_watch import LoopWatch
 from asp.app.metrics import metrics_line
 from asp.app.run import RunDir
 from asp.app.run_config import RunConfig
 from asp.app.run_kinds import RunKind, run_kind
+from asp.app.tensorboard import TENSORBOARD, write_scalars
 from asp.app.writer import Writer
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
@@ -55,6 +65,7 @@ async def train_session(
     address: str | None = None,
     trainer_threads: int | None = None,
     engine_path: str | None = None,
+    tensorboard: bool = False,
 ) -> list[dict[str, Any]]:
     """Run (or resume) a training run in ``run``; return every iteration's metrics line.
 
@@ -64,7 +75,8 @@ async def train_session(
     ``trainer_threads`` sets torch's thread count in this process for the session;
     ``engine_path`` is where the engine of a TinyChess run's ``cfg.eval_engine`` is (None:
     look for Stockfish). Without an engine, the run trains and evaluates against the movers
-    only, and says so.
+    only, and says so. ``tensorboard``: each metrics line also goes to TensorBoard event files
+    in the run directory (:mod:`asp.app.tensorboard`).
     """
     notify = progress or (lambda kind, fields: None)
     threads = torch.get_num_threads()
@@ -75,14 +87,15 @@ async def train_session(
         selfplay = functools.partial(
             SelfPlay, workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
         )
-        return await _session(run, kind, resume, selfplay, notify)
+        return await _session(run, kind, resume, selfplay, notify, tensorboard)
     finally:
         torch.set_num_threads(threads)
 
 
 async def _session(
-    run: RunDir, kind: RunKind, resume: bool, new_selfplay: Callable[[], SelfPlay], notify: Progress
-) -> list[dict[str, Any]]:
+    run: RunDir, kind: RunKind, resume: bool, new_selfplay: Callable[[], SelfPlay], notify: Progress,
+    tensorboard: bool,
+) -> list[dict[str, Any]]:  # fmt: skip
     cfg = kind.cfg
     torch.manual_seed(cfg.seed)
     model = kind.new_model()
@@ -103,6 +116,8 @@ async def _session(
         log.info("run_started", run=str(run.path), config=cfg.to_dict())
     if start >= cfg.iterations:
         return history
+    if start == 0:  # version 0, the untrained network: the first rung of the ladder
+        await finish_in_thread(keep_version, run, cfg, version=0, next_iteration=0, weights=model.state_dict())
     notify("started", {"iteration": start, "note": kind.note})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
@@ -125,7 +140,7 @@ async def _session(
                 on_shard=on_shard,
             )
             reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_plays=first_plays)
-            saver = _Saver(run, kind, history, selfplay, writer, notify)
+            saver = _Saver(run, kind, history, selfplay, writer, notify, tensorboard=tensorboard)
             async with saver, contextlib.aclosing(reports):
                 async for report in reports:
                     await saver.save(report, model, trainer, watch)
@@ -141,11 +156,13 @@ class _Saver:
 
     def __init__(
         self, run: RunDir, kind: RunKind, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer,
-        notify: Progress,
+        notify: Progress, *, tensorboard: bool = False,
     ) -> None:  # fmt: skip
         self.run, self.kind, self.history = run, kind, history
         self.selfplay, self.writer, self.notify = selfplay, writer, notify
         self.saving: asyncio.Task[dict[str, Any]] | None = None
+        self.tensorboard = tensorboard
+        """Each metrics line also goes to TensorBoard (:mod:`asp.app.tensorboard`)."""
 
     async def __aenter__(self) -> _Saver:
         return self
@@ -205,8 +222,14 @@ class _Saver:
         line.update(report.extra)
         if evaluated is not None:
             self.notify("evaluating", {"iteration": report.iteration})
+            version = report.version_trained + 1
+            await finish_in_thread(keep_version, run, self.kind.cfg, version=version,
+                                   next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
             evaluating = time.perf_counter()
-            line.update(await self.kind.evaluate(self.selfplay, evaluated, report.version_trained + 1))
+            past = await finish_in_thread(_kept_networks, run, past_versions(kept_versions(run.path), version))
+            line["eval/version"] = version
+            line.update(await self.kind.evaluate(self.selfplay, evaluated, version, past))
+            line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
         started = time.perf_counter()
         history = [*self.history, line]
@@ -217,9 +240,24 @@ class _Saver:
         line["time/artefacts"] = round(games_seconds + time.perf_counter() - started, 6)
         checkpoint_seconds = await finish_in_thread(commit_iteration, run, line, checkpoint)
         self.history.append(line)
+        if self.tensorboard:
+            await finish_in_thread(_to_tensorboard, run, line)
         log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
                  checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
         return line
+
+
+def _to_tensorboard(run: RunDir, line: dict[str, Any]) -> None:
+    """Write a metrics line to the run's TensorBoard events; a failure is logged, never raised."""
+    try:
+        write_scalars(run.path / TENSORBOARD, line)
+    except Exception as e:  # noqa: BLE001 (TensorBoard must never stop training)
+        log.warning("tensorboard_failed", error=repr(e))
+
+
+def _kept_networks(run: RunDir, versions: list[int]) -> list[tuple[int, torch.nn.Module]]:
+    """The networks of ``versions``, kept by ``run``."""
+    return [(v, model_from_checkpoint(version_path(run.path, v))[0]) for v in versions]
 
 
 def check_resumable(run: RunDir, cfg: RunConfig | GameRunConfig) -> None:

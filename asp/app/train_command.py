@@ -73,17 +73,26 @@ _CHESS_OPTIONS = ("eval_skill", "eval_nodes", "engine", "hidden")
 def train_config(args: argparse.Namespace) -> Any:
     """The run's config from ``asp train``'s options, and the fields the options changed.
 
-    :raises ConfigError: for an option out of its range, named as the option.
+    The config starts from the game's defaults, with the settings of ``--config FILE`` over
+    them (:mod:`asp.app.config_file`); the options override both.
+
+    :raises ConfigError: for an option out of its range, named as the option; for a key of
+        the file that the config does not have or a value out of range, named as the key.
     """
+    from asp.app.config_file import read_config_file
     from asp.app.games import TINYCHESS
 
-    if (args.game or TINYCHESS) != TINYCHESS:
-        return _game_train_config(args)
+    given = read_config_file(args.config) if args.config else {}
+    game = args.game or given.get("game", TINYCHESS)
+    if not isinstance(game, str):
+        raise ConfigError(f"--config {args.config}: game must be a game's name or MODULE:ATTR, got {game!r}")
+    if game != TINYCHESS:
+        return _game_train_config(args, game, given)
     from asp.app.run_config import RunConfig
     from asp.tinychess.model import ModelConfig
     from asp.tinychess.train import TrainConfig
 
-    base = RunConfig()
+    base = _with_file(RunConfig(), given, args.config)
     changes: dict[str, Any] = {}
     for option in (
         "iterations",
@@ -112,7 +121,7 @@ def train_config(args: argparse.Namespace) -> Any:
         changes["mate_in_one"] = False
         changes["search"] = 0
     if changes.get("search") == 0 and args.eval_search is None:
-        changes["eval_search"] = None  # no search in self-play: none when it plays to win either
+        changes["eval_search"] = 0  # no search in self-play: none when it plays to win either
     engine = _train_engine_config(args)
     if engine is not None:
         changes["eval_engine"] = engine
@@ -123,23 +132,35 @@ def train_config(args: argparse.Namespace) -> Any:
     return dataclasses.replace(base, **changes), changes
 
 
-def _game_train_config(args: argparse.Namespace) -> Any:
+def _with_file(defaults: T, given: dict[str, Any], where: str | None) -> T:
+    """``defaults`` (a run config) with the settings ``given`` by the config file ``where``
+    over them; ConfigError naming the file and the key."""
+    from asp.app.config_file import merged
+
+    if not given:
+        return defaults
+    data = merged(defaults.to_dict(), {**given, "game": defaults.game}, str(where))  # type: ignore[attr-defined]
+    try:
+        return type(defaults).from_dict(data)  # type: ignore[attr-defined, no-any-return]
+    except ConfigError as e:
+        raise ConfigError(f"--config {where}: {e}") from None
+
+
+def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, Any]) -> Any:
     """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
     from asp.app.game_config import defaults_for
     from asp.app.games import load_game
 
-    given = [o for o in _CHESS_OPTIONS if getattr(args, o) is not None]
-    given += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
-    given += ["policy_only"] if args.policy_only else []
-    if given:
-        raise ConfigError(f"--{given[0].replace('_', '-')} applies to --game tinychess only, not --game {args.game}")
+    chess = [o for o in _CHESS_OPTIONS if getattr(args, o) is not None]
+    chess += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
+    chess += ["policy_only"] if args.policy_only else []
+    if chess:
+        raise ConfigError(f"--{chess[0].replace('_', '-')} applies to --game tinychess only, not --game {game}")
     if args.search == 0:
-        raise ConfigError(
-            f"--search must be in 1..10000 for --game {args.game}: it trains on the search's improved policy"
-        )
-    load_game(args.game)  # a game that cannot be loaded is the user's mistake: said before anything else
-    base = defaults_for(args.game)
-    changes: dict[str, Any] = {"game": args.game}
+        raise ConfigError(f"--search must be in 1..10000 for --game {game}: it trains on the search's improved policy")
+    load_game(game)  # a game that cannot be loaded is the user's mistake: said before anything else
+    base = _with_file(defaults_for(game), settings, args.config)
+    changes: dict[str, Any] = {"game": game}
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
                    "max_staleness", "search", "eval_search"):  # fmt: skip
         _take_option(args, option, base, changes)
@@ -175,11 +196,19 @@ def train_command(args: argparse.Namespace) -> int:
     from asp.app.run import RunDir
 
     cfg, changes = train_config(args)
+    if args.config and args.resume:
+        raise ConfigError("--config starts a new run: a resumed run keeps the config it started with")
+    if args.print_config:
+        return _print_config(args, cfg, changes)
     for option, most in (("workers", 1024), ("threads_per_worker", 256), ("trainer_threads", 256)):
         value = getattr(args, option)
         if value is not None:  # SelfPlay's limits, said before the run directory changes
             check_int(f"--{option.replace('_', '-')}", value, 1, most)
     _check_device(cfg.train.device)  # a resumed run's stored device too, below
+    if args.tensorboard:
+        from asp.app.tensorboard import check_tensorboard
+
+        check_tensorboard()
     if args.resume:
         run = RunDir(args.resume)
         if not run.path.is_dir():
@@ -197,6 +226,19 @@ def train_command(args: argparse.Namespace) -> int:
         return _train_locked(args, run, cfg, changes)
     finally:
         lock.release()
+
+
+def _print_config(args: argparse.Namespace, cfg: Any, changes: dict[str, Any]) -> int:
+    """``asp train --print-config``: the run's whole config as a file for ``--config`` (a
+    resumed run's: the one it started with, and the iterations asked for)."""
+    from asp.app.config_file import config_text
+    from asp.app.run import RunDir
+
+    if args.resume:
+        stored = RunDir(args.resume).stored_config()
+        cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
+    print(config_text(cfg.to_dict()), end="")  # noqa: T201 (the command line's own output, as in cli.py)
+    return 0
 
 
 def _game_name(cfg: Any) -> str:
@@ -352,6 +394,7 @@ async def _session(
         backend=args.backend,
         address=args.address,
         engine_path=args.engine,
+        tensorboard=args.tensorboard,
     )
 
 

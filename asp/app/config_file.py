@@ -1,0 +1,129 @@
+"""A run's settings as one file: ``asp train --config FILE`` reads it, ``--print-config``
+writes it.
+
+The file is TOML, or JSON where its name ends in ``.json`` (a run's own ``config.json``).
+It holds the fields of the run's config: :class:`~asp.app.run_config.RunConfig` for
+TinyChess, :class:`~asp.app.game_config.GameRunConfig` for any other game, with the trainer
+in a ``[train]`` table (TinyChess's network in ``[model]``, its engine in ``[eval_engine]``).
+A key left out keeps the game's default; an option on the command line overrides the file.
+
+>>> data = {"game": "connect4", "iterations": 2, "eval_engine": None, "train": {"lr": 0.001, "device": "auto"}}
+>>> text = config_text(data)
+>>> print(text, end="")
+game = "connect4"
+iterations = 2
+<BLANKLINE>
+[train]
+lr = 0.001
+device = "auto"
+>>> config_from_text(text, "run.toml") == {k: v for k, v in data.items() if v is not None}
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from asp.errors import ConfigError
+
+__all__ = ["MAX_BYTES", "config_from_text", "config_text", "merged", "read_config_file"]
+
+MAX_BYTES = 1 << 20
+"""The largest config file read: a config is a few hundred bytes."""
+
+
+def config_text(data: dict[str, Any]) -> str:
+    """``data`` (a config's ``to_dict()``) as TOML: its values, then each table. A value of
+    None is left out (TOML has none): the field then reads as its default."""
+    lines = [f"{key} = {_toml_value(key, value)}" for key, value in data.items() if not isinstance(value, dict | None)]
+    for name, table in data.items():
+        if isinstance(table, dict):
+            lines += ["", f"[{name}]"]
+            lines += [f"{key} = {_toml_value(key, value)}" for key, value in table.items() if value is not None]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return repr(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("-inf" if value < 0 else "inf")
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string: the same escapes
+    raise TypeError(f"{key}: no TOML value for {value!r}")
+
+
+def config_from_text(text: str, name: str) -> dict[str, Any]:
+    """The settings of a config file's ``text`` (JSON where ``name`` ends in ``.json``, else
+    TOML).
+
+    :raises ConfigError: text that is not a TOML (or JSON) table, named by ``name``.
+    """
+    if name.endswith(".json"):
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ConfigError(f"--config {name}: not JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"--config {name}: not a JSON object of settings")
+        return data
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"--config {name}: not TOML ({e})") from None
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The settings in the file ``path``: :func:`config_from_text` of at most
+    :data:`MAX_BYTES`.
+
+    :raises ConfigError: a file that cannot be read, is too large, or is not a config.
+    """
+    name = os.fspath(path)
+    try:
+        with Path(path).open("rb") as file:
+            raw = file.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"--config {name}: cannot be read: {e.strerror or e}") from None
+    if len(raw) > MAX_BYTES:
+        raise ConfigError(f"--config {name}: over {MAX_BYTES} bytes; a config is a few hundred")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"--config {name}: not a text file (not UTF-8)") from None
+    return config_from_text(text, name)
+
+
+def merged(defaults: dict[str, Any], given: dict[str, Any], where: str) -> dict[str, Any]:
+    """``defaults`` (a config's ``to_dict()``) with ``given``'s settings over them, table by
+    table.
+
+    >>> merged({"games": 8, "train": {"lr": 0.1, "epochs": 1}}, {"train": {"lr": 0.2}}, "f.toml")
+    {'games': 8, 'train': {'lr': 0.2, 'epochs': 1}}
+    >>> merged({"games": 8}, {"gmaes": 9}, "f.toml")
+    Traceback (most recent call last):
+    ...
+    asp.errors.ConfigError: --config f.toml: unknown key 'gmaes'; the keys: games
+
+    :raises ConfigError: a key that ``defaults`` does not have, named with its table.
+    """
+    out = dict(defaults)
+    for key, value in given.items():
+        if key not in defaults:
+            raise ConfigError(f"--config {where}: unknown key {key!r}; the keys: {', '.join(defaults)}")
+        if isinstance(defaults[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"--config {where}: {key} must be a table ([{key}]), got {value!r}")
+            out[key] = merged(defaults[key], value, f"{where} [{key}]")
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,247 @@
+"""A rating ladder: one Elo scale for every player a run has met, fitted to all their games.
+
+Each evaluation adds matches: the model against the game's movers and against versions the
+run keeps. :func:`fit_ratings` fits one Bradley-Terry model to every game so far (a draw is
+half a win for each side), anchored at the random mover (Elo 0), with 95% intervals from the
+curvature of its likelihood. Each pair of players that met also counts one virtual draw, so
+that a player who won every game gets a large finite rating rather than an infinite one.
+
+>>> ratings = fit_ratings([
+...     Pairing("v1", "random", wins=30, draws=0, losses=10),
+...     Pairing("v2", "v1", wins=30, draws=0, losses=10),
+... ])
+>>> [(name, round(r.elo), r.games) for name, r in ratings.items()]
+[('v2', 370, 40), ('v1', 185, 80), ('random', 0, 40)]
+>>> ratings["v2"].text(), ratings["v1"].games
+('+370 [95%: +198, +543]', 80)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asp.errors import ConfigError
+
+__all__ = [
+    "ANCHOR",
+    "Pairing",
+    "Rating",
+    "fit_ratings",
+    "ladder_metrics",
+    "ladder_text",
+    "pairings_of",
+    "past_versions",
+]
+
+ANCHOR = "random"
+"""The player rated 0: the uniformly random mover, which every game has."""
+
+_ELO_PER_NAT = 400.0 / math.log(10.0)
+_Z95 = 1.96
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """Games between two players, from ``player``'s side."""
+
+    player: str
+    opponent: str
+    wins: int
+    draws: int
+    losses: int
+
+
+@dataclass(frozen=True)
+class Rating:
+    """A player's place on the ladder."""
+
+    elo: float
+    """Elo above the anchor."""
+    low: float
+    """Lower end of the 95% interval (the anchor's is 0: it is not estimated)."""
+    high: float
+    """Upper end of the 95% interval."""
+    games: int
+    """Games the player played, virtual draws left out."""
+
+    def text(self) -> str:
+        """``+186 [95%: +120, +252]``."""
+        return f"{self.elo:+.0f} [95%: {self.low:+.0f}, {self.high:+.0f}]"
+
+
+def fit_ratings(pairings: Iterable[Pairing], *, anchor: str = ANCHOR) -> dict[str, Rating]:
+    """Ratings of every player connected to ``anchor`` by games, best first; the players no
+    chain of games links to the anchor are left out (nothing places them on its scale).
+
+    :raises ConfigError: no game of ``anchor``'s among ``pairings``.
+    """
+    pairings = list(pairings)
+    players = sorted({p.player for p in pairings} | {p.opponent for p in pairings})
+    if anchor not in players:
+        raise ConfigError(f"a ladder needs games of {anchor!r}, the player rated 0")
+    index = {name: k for k, name in enumerate(players)}
+    games, points = np.zeros((len(players),) * 2), np.zeros((len(players),) * 2)
+    for p in pairings:
+        i, j = index[p.player], index[p.opponent]
+        n = p.wins + p.draws + p.losses
+        games[i, j] += n
+        games[j, i] += n
+        points[i, j] += p.wins + p.draws / 2
+        points[j, i] += p.losses + p.draws / 2
+    played = games.sum(axis=1)
+    met = games > 0
+    games, points = games + met, points + met / 2  # one virtual draw a pair
+    keep = _connected(met, index[anchor])
+    games, points = games[np.ix_(keep, keep)], points[np.ix_(keep, keep)]
+    theta, covariance = _fit(games, points, keep.index(index[anchor]))
+    ratings = {}
+    for k, player in enumerate(keep):
+        spread = _Z95 * math.sqrt(max(float(covariance[k, k]), 0.0)) * _ELO_PER_NAT
+        elo = float(theta[k]) * _ELO_PER_NAT
+        ratings[players[player]] = Rating(elo, elo - spread, elo + spread, int(played[player]))
+    return dict(sorted(ratings.items(), key=lambda item: -item[1].elo))
+
+
+def _connected(met: np.ndarray, start: int) -> list[int]:
+    """The players that a chain of games links to ``start``, in order."""
+    seen, todo = {start}, [start]
+    while todo:
+        for other in np.flatnonzero(met[todo.pop()]):
+            if int(other) not in seen:
+                seen.add(int(other))
+                todo.append(int(other))
+    return sorted(seen)
+
+
+def _fit(games: np.ndarray, points: np.ndarray, anchor: int) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum-likelihood strengths (nats; the anchor's 0) by Newton's method, and their
+    covariance (the inverse of the information; the anchor's row and column 0)."""
+    size = len(games)
+    free = [k for k in range(size) if k != anchor]
+    theta = np.zeros(size)
+    information = np.zeros((size, size))
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(theta[None, :] - theta[:, None]))  # p[i, j]: i scores against j
+        gradient = (points - games * p).sum(axis=1)
+        weight = games * p * p.T
+        information = np.diag(weight.sum(axis=1)) - weight
+        step = np.linalg.solve(information[np.ix_(free, free)], gradient[free]) if free else np.zeros(0)
+        theta[free] += step
+        if not free or np.max(np.abs(step)) < 1e-10:
+            break
+    covariance = np.zeros((size, size))
+    if free:
+        covariance[np.ix_(free, free)] = np.linalg.inv(information[np.ix_(free, free)])
+    return theta, covariance
+
+
+def past_versions(kept: Sequence[int], version: int) -> list[int]:
+    """The kept versions that an evaluation of ``version`` also plays: the latest one before
+    it (version 0 at the first evaluation). Each version meets the one before, and the movers:
+    one scale links them all, at the cost of one match more an evaluation.
+
+    >>> past_versions([0, 10, 20], 20), past_versions([0, 10], 10), past_versions([0], 0)
+    ([10], [0], [])
+    """
+    earlier = [v for v in kept if v < version]
+    return earlier[-1:]
+
+
+def pairings_of(lines: Iterable[dict[str, Any]]) -> list[Pairing]:
+    """Every match of a run's metrics lines (``metrics.jsonl``), from the evaluated version's
+    side (``v<N>``): against the random mover (``eval/...``), the game's other movers
+    (``eval_<name>/...``), an engine (``eval_sf/...``, by its name) and kept versions
+    (``eval_v<N>/...``). Lines of an asp before the ladder (no ``eval/version``) have none.
+
+    >>> line = {"eval/version": 4, "eval/wins": 9, "eval/draws": 1, "eval/losses": 0,
+    ...         "eval_v0/wins": 7, "eval_v0/draws": 0, "eval_v0/losses": 3}
+    >>> [(p.player, p.opponent, p.wins, p.draws, p.losses) for p in pairings_of([line])]
+    [('v4', 'random', 9, 1, 0), ('v4', 'v0', 7, 0, 3)]
+    """
+    pairings = []
+    for line in lines:
+        if "eval/version" not in line:
+            continue
+        for key in line:
+            if not (key.startswith("eval") and key.endswith("/wins")):
+                continue
+            prefix = key[: -len("/wins")]
+            opponent = {"eval": ANCHOR, "eval_sf": str(line.get("eval_sf/engine", "engine"))}.get(prefix, prefix[5:])
+            counts = (int(line[f"{prefix}/{n}"]) for n in ("wins", "draws", "losses"))
+            pairings.append(Pairing(f"v{line['eval/version']}", opponent, *counts))
+    return pairings
+
+
+def ladder_metrics(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The ladder after the last of ``lines`` (an evaluated one): ``ladder`` (every player's
+    ``[elo, low, high, games]``, best first) and the evaluated version's ``ladder/elo``,
+    ``ladder/elo_low`` and ``ladder/elo_high``; ``{}`` without any match."""
+    pairings = pairings_of(lines)
+    if not pairings:
+        return {}
+    ratings = fit_ratings(pairings)
+    metrics: dict[str, Any] = {
+        "ladder": {name: [round(r.elo, 1), round(r.low, 1), round(r.high, 1), r.games] for name, r in ratings.items()}
+    }
+    current = ratings.get(f"v{lines[-1].get('eval/version')}")
+    if current is not None:
+        metrics |= {"ladder/elo": round(current.elo, 1), "ladder/elo_low": round(current.low, 1),
+                    "ladder/elo_high": round(current.high, 1)}  # fmt: skip
+    return metrics
+
+
+def ladder_text(line: dict[str, Any]) -> str | None:
+    """What a metrics line's ladder says of its version, against version 0: ``v8 +412 [95%:
+    +350, +474], above v0 (+21 [95%: -40, +82])``, or that it cannot tell yet; None without a
+    ladder.
+
+    >>> ladder_text({"eval/version": 8, "ladder": {"v8": [412, 350, 474, 90], "v0": [21, -40, 82, 40]}})
+    'v8 +412 [95%: +350, +474], above v0 (+21 [95%: -40, +82])'
+    >>> ladder_text({"eval/version": 2, "ladder": {"v2": [50, -20, 120, 60], "v0": [21, -40, 82, 40]}})
+    'v2 +50 [95%: -20, +120], cannot tell yet from v0 (+21 [95%: -40, +82])'
+    """
+    ladder = line.get("ladder")
+    name = f"v{line.get('eval/version')}"
+    if not ladder or name not in ladder:
+        return None
+    current = Rating(*ladder[name])
+    text = f"{name} {current.text()}"
+    if name != "v0" and "v0" in ladder:
+        first = Rating(*ladder["v0"])
+        verdict = (
+            "above" if current.low > first.high else "below" if current.high < first.low else "cannot tell yet from"
+        )
+        text += f", {verdict} v0 ({first.text()})"
+    return text
+
+
+def ladder_table(lines: Sequence[dict[str, Any]], run: str) -> str:
+    """``asp eval RUN --ladder``: every player of the run's evaluations on one scale, best
+    first, from all the games of ``lines`` (its ``metrics.jsonl``).
+
+    >>> print(ladder_table([{"eval/version": 4, "eval/wins": 30, "eval/draws": 0, "eval/losses": 10}], "runs/x"))
+    ladder of runs/x: Bradley-Terry over 40 games, the random mover = 0 (95% intervals)
+      v4      +185 [95%: +63, +307]  40 games
+      random  +0                     40 games
+
+    :raises ConfigError: the run has evaluated nothing yet.
+    """
+    pairings = pairings_of(lines)
+    if not pairings:
+        raise ConfigError(
+            f"{run}: no evaluation to rate yet (it evaluates every --eval-every iterations, and after the last)"
+        )
+    ratings = fit_ratings(pairings)
+    total = sum(p.wins + p.draws + p.losses for p in pairings)
+    width = max(len(name) for name in ratings)
+    rows = [(name, "+0" if name == ANCHOR else r.text(), r.games) for name, r in ratings.items()]
+    column = max(len(text) for _, text, _ in rows)
+    return "\n".join(
+        [f"ladder of {run}: Bradley-Terry over {total} games, the {ANCHOR} mover = 0 (95% intervals)"]
+        + [f"  {name:<{width}}  {text:<{column}}  {games} games" for name, text, games in rows]
+    )

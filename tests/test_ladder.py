@@ -1,0 +1,93 @@
+"""The rating ladder (asp.app.ladder): a Bradley-Terry fit over every game of a run's
+evaluations finds the strengths that played them, anchored at the random mover, with 95%
+intervals that hold them; it reads a run's metrics lines and says what they show."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from asp.app.evaluate import score_from_elo
+from asp.app.ladder import Pairing, fit_ratings, ladder_metrics, ladder_table, pairings_of, past_versions
+from asp.errors import ConfigError
+
+TRUE = {"random": 0.0, "greedy": 250.0, "v0": -50.0, "v8": 400.0, "v16": 600.0}
+MET = [("greedy", "random"), ("v8", "random"), ("v8", "greedy"), ("v8", "v0"), ("v16", "random"),
+       ("v16", "greedy"), ("v16", "v0"), ("v16", "v8")]  # fmt: skip
+
+
+def simulated(games: int, seed: int) -> list[Pairing]:
+    """``games`` games of each pair that met, from the true strengths (draws included)."""
+    rng = random.Random(seed)
+    pairings = []
+    for player, opponent in MET:
+        expected = score_from_elo(TRUE[player] - TRUE[opponent])
+        draw = 0.8 * expected * (1 - expected)  # most between equals; half a point each keeps the expectation
+        counts = [0, 0, 0]
+        for _ in range(games):
+            x = rng.random()
+            counts[0 if x < expected - draw / 2 else 1 if x < expected + draw / 2 else 2] += 1
+        pairings.append(Pairing(player, opponent, *counts))
+    return pairings
+
+
+def test_the_fit_finds_the_strengths_that_played_and_its_intervals_hold_them() -> None:
+    covered = total = 0
+    for seed in range(20):
+        ratings = fit_ratings(simulated(200, seed))
+        assert ratings["random"].elo == 0.0
+        for name, rating in ratings.items():
+            if name != "random":
+                total += 1
+                covered += rating.low <= TRUE[name] <= rating.high
+                assert abs(rating.elo - TRUE[name]) < 120, (name, rating)
+    assert covered / total >= 0.85  # 95% intervals: about 95 of 100 hold the truth
+
+
+def test_more_games_narrow_the_intervals() -> None:
+    few, many = fit_ratings(simulated(40, 1)), fit_ratings(simulated(400, 1))
+    for name in ("greedy", "v8", "v16", "v0"):
+        assert many[name].high - many[name].low < few[name].high - few[name].low
+
+
+def test_a_perfect_score_is_finite_the_side_of_a_pairing_does_not_matter_and_strangers_are_left_out() -> None:
+    ratings = fit_ratings([Pairing("v4", "random", 40, 0, 0), Pairing("x", "y", 3, 0, 0)])
+    assert list(ratings) == ["v4", "random"] and 400 < ratings["v4"].elo < 2000
+    one = fit_ratings([Pairing("v4", "random", 30, 4, 6), Pairing("v8", "v4", 20, 0, 20)])
+    other = fit_ratings([Pairing("random", "v4", 6, 4, 30), Pairing("v4", "v8", 20, 0, 20)])
+    assert one == other
+    with pytest.raises(ConfigError, match="games of 'random'"):
+        fit_ratings([Pairing("v4", "greedy", 3, 0, 0)])
+
+
+def test_an_evaluation_plays_the_latest_kept_version_before_it() -> None:
+    assert past_versions([0, 8, 16, 20], 20) == [16] and past_versions([0, 8, 16, 20], 17) == [16]
+    assert past_versions([0, 4], 4) == [0] and past_versions([0], 0) == []
+    assert past_versions([], 4) == []  # a run resumed from before versions were kept
+
+
+def test_metrics_lines_become_a_ladder_and_a_table() -> None:
+    lines = [
+        {"iteration": 3, "eval/version": 4, "eval/wins": 30, "eval/draws": 4, "eval/losses": 6,
+         "eval_greedy/wins": 10, "eval_greedy/draws": 2, "eval_greedy/losses": 28,
+         "eval_v0/wins": 35, "eval_v0/draws": 0, "eval_v0/losses": 5},
+        {"iteration": 4},  # not evaluated
+        {"iteration": 7, "eval/version": 8, "eval/wins": 38, "eval/draws": 2, "eval/losses": 0,
+         "eval_sf/engine": "stockfish skill 0", "eval_sf/wins": 1, "eval_sf/draws": 0, "eval_sf/losses": 19,
+         "eval_v4/wins": 25, "eval_v4/draws": 5, "eval_v4/losses": 10},
+        {"iteration": 0, "eval/score": 1.0, "eval/wins": 4, "eval/draws": 0, "eval/losses": 0},  # before the ladder
+    ]  # fmt: skip
+    pairings = pairings_of(lines)
+    assert {(p.player, p.opponent) for p in pairings} == {
+        ("v4", "random"), ("v4", "greedy"), ("v4", "v0"), ("v8", "random"), ("v8", "stockfish skill 0"), ("v8", "v4")
+    }  # fmt: skip
+    metrics = ladder_metrics(lines[:3])
+    assert set(metrics["ladder"]) == {"random", "greedy", "v0", "v4", "v8", "stockfish skill 0"}
+    assert metrics["ladder/elo"] == metrics["ladder"]["v8"][0] > metrics["ladder"]["v4"][0]
+    assert metrics["ladder/elo_low"] < metrics["ladder/elo"] < metrics["ladder/elo_high"]
+    table = ladder_table(lines, "runs/x").splitlines()
+    assert table[0] == "ladder of runs/x: Bradley-Terry over 220 games, the random mover = 0 (95% intervals)"
+    assert [row.split()[0] for row in table[1:]][:2] == ["stockfish", "v8"] and len(table) == 7
+    with pytest.raises(ConfigError, match="no evaluation to rate yet"):
+        ladder_table([{"iteration": 0}], "runs/x")
