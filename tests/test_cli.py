@@ -166,8 +166,8 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert re.search(r"^asp train: \d+ cores: .*busy threads at most\)$", result.stderr, re.M), result.stderr
     last = (
         r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}, "
-        r"vs v0 \d\.\d{3}; ladder v2 [+-]\d+ \[95%: [+-]\d+, [+-]\d+\], (above|below|cannot tell yet from) v0 "
-        r"\([+-]\d+ \[95%: [+-]\d+, [+-]\d+\]\); evaluation \d+\.\ds$"
+        r"vs v0 \d\.\d{3}; ladder v2 [+-]\d+ \[95%: [+-]\d+, [+-]\d+\], (above v0 by|below v0 by|cannot tell yet "
+        r"from v0:) [+-]\d+ \[95%: [+-]\d+, [+-]\d+\]; evaluation \d+\.\ds$"
     )
     assert re.search(last, result.stderr, re.M), result.stderr
 

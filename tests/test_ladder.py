@@ -9,7 +9,16 @@ import random
 import pytest
 
 from asp.app.evaluate import score_from_elo
-from asp.app.ladder import Pairing, fit_ratings, ladder_metrics, ladder_table, pairings_of, past_versions
+from asp.app.ladder import (
+    Pairing,
+    fit_ladder,
+    fit_ratings,
+    ladder_metrics,
+    ladder_table,
+    ladder_text,
+    pairings_of,
+    past_versions,
+)
 from asp.errors import ConfigError
 
 TRUE = {"random": 0.0, "greedy": 250.0, "v0": -50.0, "v8": 400.0, "v16": 600.0}
@@ -59,6 +68,22 @@ def test_a_perfect_score_is_finite_the_side_of_a_pairing_does_not_matter_and_str
     assert one == other
     with pytest.raises(ConfigError, match="games of 'random'"):
         fit_ratings([Pairing("v4", "greedy", 3, 0, 0)])
+
+
+def test_a_version_that_beat_version_0_is_above_it_though_their_ratings_overlap() -> None:
+    # Both perfect against the anchor: each rating is known loosely, their difference well.
+    ladder = fit_ladder([Pairing("v10", "random", 20, 0, 0), Pairing("v10", "v0", 20, 0, 0)])
+    v10, v0 = ladder.ratings["v10"], ladder.ratings["v0"]
+    assert v10.low < v0.high  # the ratings' intervals overlap
+    above = ladder.difference("v10", "v0")
+    assert above.low > 0 and above.elo == pytest.approx(v10.elo - v0.elo)
+    line = {"eval/version": 10, "eval/wins": 20, "eval/draws": 0, "eval/losses": 0,
+            "eval_v0/wins": 20, "eval_v0/draws": 0, "eval_v0/losses": 0}  # fmt: skip
+    text = ladder_text(line | ladder_metrics([line]))
+    assert text is not None and ", above v0 by +" in text
+    even = {"eval/version": 2, "eval/wins": 10, "eval/draws": 0, "eval/losses": 10,
+            "eval_v0/wins": 10, "eval_v0/draws": 0, "eval_v0/losses": 10}  # fmt: skip
+    assert ", cannot tell yet from v0: +0 [95%: -" in str(ladder_text(even | ladder_metrics([even])))
 
 
 def test_an_evaluation_plays_the_latest_kept_version_before_it() -> None:

@@ -29,10 +29,13 @@ from asp.errors import ConfigError
 
 __all__ = [
     "ANCHOR",
+    "Ladder",
     "Pairing",
     "Rating",
+    "fit_ladder",
     "fit_ratings",
     "ladder_metrics",
+    "ladder_table",
     "ladder_text",
     "pairings_of",
     "past_versions",
@@ -74,9 +77,35 @@ class Rating:
         return f"{self.elo:+.0f} [95%: {self.low:+.0f}, {self.high:+.0f}]"
 
 
+@dataclass(frozen=True)
+class Ladder:
+    """A fit of :func:`fit_ladder`: the ratings, and the differences between two players."""
+
+    ratings: dict[str, Rating]
+    """Every player connected to the anchor by games, best first."""
+    _index: dict[str, int]
+    _theta: np.ndarray
+    _covariance: np.ndarray
+
+    def difference(self, player: str, other: str) -> Rating:
+        """How much ``player`` is above ``other``, with the 95% interval of the difference
+        itself: narrower than the two ratings' intervals together where both are measured
+        through the same games (a match between them, the same anchor). ``games``: 0."""
+        i, j = self._index[player], self._index[other]
+        c = self._covariance
+        spread = _Z95 * math.sqrt(max(float(c[i, i] + c[j, j] - 2 * c[i, j]), 0.0)) * _ELO_PER_NAT
+        elo = float(self._theta[i] - self._theta[j]) * _ELO_PER_NAT
+        return Rating(elo, elo - spread, elo + spread, 0)
+
+
 def fit_ratings(pairings: Iterable[Pairing], *, anchor: str = ANCHOR) -> dict[str, Rating]:
-    """Ratings of every player connected to ``anchor`` by games, best first; the players no
-    chain of games links to the anchor are left out (nothing places them on its scale).
+    """:attr:`Ladder.ratings` of :func:`fit_ladder`."""
+    return fit_ladder(pairings, anchor=anchor).ratings
+
+
+def fit_ladder(pairings: Iterable[Pairing], *, anchor: str = ANCHOR) -> Ladder:
+    """The ratings of every player connected to ``anchor`` by games, best first; the players
+    no chain of games links to the anchor are left out (nothing places them on its scale).
 
     :raises ConfigError: no game of ``anchor``'s among ``pairings``.
     """
@@ -104,7 +133,8 @@ def fit_ratings(pairings: Iterable[Pairing], *, anchor: str = ANCHOR) -> dict[st
         spread = _Z95 * math.sqrt(max(float(covariance[k, k]), 0.0)) * _ELO_PER_NAT
         elo = float(theta[k]) * _ELO_PER_NAT
         ratings[players[player]] = Rating(elo, elo - spread, elo + spread, int(played[player]))
-    return dict(sorted(ratings.items(), key=lambda item: -item[1].elo))
+    ordered = dict(sorted(ratings.items(), key=lambda item: -item[1].elo))
+    return Ladder(ordered, {players[player]: k for k, player in enumerate(keep)}, theta, covariance)
 
 
 def _connected(met: np.ndarray, start: int) -> list[int]:
@@ -179,44 +209,54 @@ def pairings_of(lines: Iterable[dict[str, Any]]) -> list[Pairing]:
 
 def ladder_metrics(lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The ladder after the last of ``lines`` (an evaluated one): ``ladder`` (every player's
-    ``[elo, low, high, games]``, best first) and the evaluated version's ``ladder/elo``,
-    ``ladder/elo_low`` and ``ladder/elo_high``; ``{}`` without any match."""
+    ``[elo, low, high, games]``, best first), the evaluated version's ``ladder/elo``,
+    ``ladder/elo_low`` and ``ladder/elo_high``, and how far it is above version 0,
+    ``ladder/above_v0`` ``[elo, low, high]`` (:meth:`Ladder.difference`); ``{}`` without any
+    match."""
     pairings = pairings_of(lines)
     if not pairings:
         return {}
-    ratings = fit_ratings(pairings)
+    ladder = fit_ladder(pairings)
     metrics: dict[str, Any] = {
-        "ladder": {name: [round(r.elo, 1), round(r.low, 1), round(r.high, 1), r.games] for name, r in ratings.items()}
+        "ladder": {
+            name: [round(r.elo, 1), round(r.low, 1), round(r.high, 1), r.games] for name, r in ladder.ratings.items()
+        }  # fmt: skip
     }
-    current = ratings.get(f"v{lines[-1].get('eval/version')}")
+    name = f"v{lines[-1].get('eval/version')}"
+    current = ladder.ratings.get(name)
     if current is not None:
         metrics |= {"ladder/elo": round(current.elo, 1), "ladder/elo_low": round(current.low, 1),
                     "ladder/elo_high": round(current.high, 1)}  # fmt: skip
+        if name != "v0" and "v0" in ladder.ratings:
+            above = ladder.difference(name, "v0")
+            metrics["ladder/above_v0"] = [round(above.elo, 1), round(above.low, 1), round(above.high, 1)]
     return metrics
 
 
 def ladder_text(line: dict[str, Any]) -> str | None:
-    """What a metrics line's ladder says of its version, against version 0: ``v8 +412 [95%:
-    +350, +474], above v0 (+21 [95%: -40, +82])``, or that it cannot tell yet; None without a
-    ladder.
+    """What a metrics line's ladder says of its version: its rating, and whether it is above
+    version 0, by the 95% interval of the difference (``ladder/above_v0``), or that it cannot
+    tell yet; None without a ladder.
 
-    >>> ladder_text({"eval/version": 8, "ladder": {"v8": [412, 350, 474, 90], "v0": [21, -40, 82, 40]}})
-    'v8 +412 [95%: +350, +474], above v0 (+21 [95%: -40, +82])'
-    >>> ladder_text({"eval/version": 2, "ladder": {"v2": [50, -20, 120, 60], "v0": [21, -40, 82, 40]}})
-    'v2 +50 [95%: -20, +120], cannot tell yet from v0 (+21 [95%: -40, +82])'
+    >>> ladder_text({"eval/version": 8, "ladder": {"v8": [412, 50, 774, 90]}, "ladder/above_v0": [391, 150, 632]})
+    'v8 +412 [95%: +50, +774], above v0 by +391 [95%: +150, +632]'
+    >>> ladder_text({"eval/version": 2, "ladder": {"v2": [50, -20, 120, 60]}, "ladder/above_v0": [29, -40, 98]})
+    'v2 +50 [95%: -20, +120], cannot tell yet from v0: +29 [95%: -40, +98]'
     """
     ladder = line.get("ladder")
     name = f"v{line.get('eval/version')}"
     if not ladder or name not in ladder:
         return None
-    current = Rating(*ladder[name])
-    text = f"{name} {current.text()}"
-    if name != "v0" and "v0" in ladder:
-        first = Rating(*ladder["v0"])
-        verdict = (
-            "above" if current.low > first.high else "below" if current.high < first.low else "cannot tell yet from"
-        )
-        text += f", {verdict} v0 ({first.text()})"
+    text = f"{name} {Rating(*ladder[name]).text()}"
+    if "ladder/above_v0" in line:
+        elo, low, high = line["ladder/above_v0"]
+        above = Rating(elo, low, high, 0)
+        if above.low > 0:
+            text += f", above v0 by {above.text()}"
+        elif above.high < 0:
+            text += f", below v0 by {Rating(-above.elo, -above.high, -above.low, 0).text()}"
+        else:
+            text += f", cannot tell yet from v0: {above.text()}"
     return text
 
 

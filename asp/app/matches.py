@@ -33,9 +33,10 @@ __all__ = ["PAST_VERSION_GAMES", "ROUND_GAMES", "Match", "play_match", "play_mat
 ROUND_GAMES = 20
 """Games of a round: small enough to stop early, enough to keep a worker's batch busy."""
 
-PAST_VERSION_GAMES = 40
-"""The most games of an evaluation's match against a version the run keeps: two searching
-players cost twice a mover's game, and the ladder pools every match (:mod:`asp.app.ladder`)."""
+PAST_VERSION_GAMES = 20
+"""The most games of an evaluation's match against a version the run keeps, one round: two
+searching players' games cost three or four times a mover's (TinyChess), and the ladder pools
+every match (:mod:`asp.app.ladder`)."""
 
 _Z95 = 1.96
 
