@@ -5,8 +5,11 @@ subprocess; variants alternate within each round, so drift in the machine's load
 alike. Reported per variant: median wall seconds, the ratio to the first variant, the final
 scores against the random mover and the one-ply greedy mover, the workers' share of the wall time inside shards, the
 longest event-loop stall and the search's network batch occupancy in self-play (the mean over
-iterations of ``play/search_occupancy``: boards per forward over the play batch), all from
-metrics.jsonl (absent in asp versions without them). Wall times are also given in random
+iterations of ``play/search_occupancy``: boards per forward over the play batch), what the
+evaluations cost (their wall time, counted whole though all but the last overlap self-play,
+and the workers' time in their games, against the run's wall time and workers), and how far
+the ladder puts the last version above version 0, all from metrics.jsonl (absent in asp
+versions without them). Wall times are also given in random
 playout plies (wall seconds times the machine's python-chess random-playout rate on one core,
 measured at the start), the unit of the time budgets.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -77,12 +81,20 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
             shutil.copytree(run, keep)
     walls = sum(line.get("time/wall", 0.0) for line in lines)
     busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in lines)
+    split = re.search(r"^asp train: \d+ cores: (\d+) workers", done.stderr, re.M)
+    evaluating = sum(line.get("time/evaluation", 0.0) for line in lines)
+    eval_work = sum(v for line in lines for k, v in line.items() if k.endswith("/worker_seconds"))
     return {
         "wall": wall,
         "score": lines[-1].get("eval/score"),
         "greedy": lines[-1].get("eval_greedy/score"),
         "busy": busy / walls if walls and "time/workers_busy" in lines[-1] else None,
         "stall": max((line["time/loop_stall_max"] for line in lines if "time/loop_stall_max" in line), default=None),
+        # Evaluation: its wall time (counted whole, though it overlaps self-play but the last),
+        # and the workers' time in its games, against the workers' time in the run.
+        "eval_wall": evaluating / wall if any("time/evaluation" in line for line in lines) else None,
+        "eval_work": eval_work / (int(split.group(1)) * wall) if split and eval_work else None,
+        "ladder": lines[-1].get("ladder/above_v0"),
         "occupancy": statistics.mean(occupancy)
         if (occupancy := [line["play/search_occupancy"] for line in lines if "play/search_occupancy" in line])
         else None,
@@ -135,7 +147,7 @@ def main() -> None:
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs that report it (None where none does)."""
-    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy")
+    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy", "eval_wall", "eval_work")
     known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
     return {key: statistics.median(values) if values else None for key, values in known.items()}
 
@@ -147,7 +159,14 @@ def describe(result: dict[str, Any]) -> str:
     busy = "n/a" if result["busy"] is None else f"{result['busy']:.1%}"
     stall = "n/a" if result["stall"] is None else f"{result['stall'] * 1000:.0f} ms"
     occupancy = "" if result.get("occupancy") is None else f"  search occupancy {result['occupancy']:.3f}"
-    return f"score {score}  workers playing {busy}  longest loop stall {stall}{occupancy}"
+    evaluation = ""
+    if result.get("eval_wall") is not None:
+        evaluation = f"  evaluation {result['eval_wall']:.1%} of the wall time"
+        if result.get("eval_work") is not None:
+            evaluation += f", {result['eval_work']:.1%} of the workers' time"
+    if result.get("ladder"):
+        evaluation += "  last version above v0 by {:+.0f} [95%: {:+.0f}, {:+.0f}]".format(*result["ladder"])
+    return f"score {score}  workers playing {busy}  longest loop stall {stall}{occupancy}{evaluation}"
 
 
 if __name__ == "__main__":

@@ -78,16 +78,6 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
         "or object; the current directory is importable)",
     )
-    train.add_argument(
-        "--config",
-        metavar="FILE",
-        help="the run's settings from a TOML file (or a run's config.json); the options override it",
-    )
-    train.add_argument(
-        "--print-config",
-        action="store_true",
-        help="print the run's whole config as a file for --config, and exit",
-    )
     train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
@@ -134,8 +124,28 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     train.add_argument("--hidden", type=int, help="TinyChess: width of the model (default 256)")
+    _add_file_options(train)
     _add_machine_options(train)
     return train
+
+
+def _add_file_options(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options of the files a run reads and writes besides its own."""
+    train.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the run's settings from a TOML file (or a run's config.json); the options override it",
+    )
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the run's whole config as a file for --config, and exit",
+    )
+    train.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write every metric as TensorBoard scalars in RUN/tensorboard (needs asp[tensorboard])",
+    )
 
 
 def _add_machine_options(train: argparse.ArgumentParser) -> None:
@@ -156,11 +166,6 @@ def _add_machine_options(train: argparse.ArgumentParser) -> None:
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
     train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
-    train.add_argument(
-        "--tensorboard",
-        action="store_true",
-        help="also write every metric as TensorBoard scalars in RUN/tensorboard (needs asp[tensorboard])",
-    )
 
 
 def _play_parser(sub: _Commands) -> argparse.ArgumentParser:
