@@ -147,14 +147,8 @@ def checkpoint_state(
     play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)
     if play_copy is None and play_weights is not None:
         play_copy = _detached(play_weights)
-    kind = GAME_FORMAT if isinstance(cfg, GameRunConfig) else FORMAT
     return {
-        "format": kind,
-        "format_version": _FORMATS[kind],
-        "config": cfg.to_dict(),
-        "next_iteration": next_iteration,
-        "version": version,
-        "model": _detached(trainer.model.state_dict()),
+        **_weights_of(cfg, version, next_iteration, trainer.model.state_dict()),
         "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
         "play_weights": play_copy,
         "pending_plays": [{"version": played_by, "weights": copied} for played_by, _, copied in pending],
@@ -172,6 +166,14 @@ def kept_version_state(
     ``next_iteration``) and the run's config, in the checkpoint format without the trainer.
     ``asp eval``, ``play`` and ``moves`` read it as a checkpoint (``RUN@VERSION``); a run
     resumes from its checkpoint only."""
+    return {**_weights_of(cfg, version, next_iteration, weights), "pending_plays": []}
+
+
+def _weights_of(
+    cfg: RunConfig | GameRunConfig, version: int, next_iteration: int, weights: dict[str, Any]
+) -> dict[str, Any]:
+    """The fields every checkpoint holds: its format, the run's config, where it stands, and
+    a copy of the weights."""
     kind = GAME_FORMAT if isinstance(cfg, GameRunConfig) else FORMAT
     return {
         "format": kind,
@@ -180,7 +182,6 @@ def kept_version_state(
         "next_iteration": next_iteration,
         "version": version,
         "model": _detached(weights),
-        "pending_plays": [],
     }
 
 
