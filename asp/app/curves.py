@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from asp.app.evaluate import score_from_elo
+from asp.app.ladder import version_of
 from asp.atomic import write_bytes_atomic
 
 __all__ = ["plot_curves"]
@@ -70,13 +71,13 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
 def _plot_ladder(ax: Any, ladder: dict[str, list[float]]) -> None:
     """The latest ladder: each kept version's Elo with its 95% interval, by version (the
     iterations it trained), and the movers' as lines across."""
-    versions = sorted((int(name[1:]), rating) for name, rating in ladder.items() if name[1:].isdigit())
+    versions = sorted((v, rating) for name, rating in ladder.items() if (v := version_of(name)) is not None)
     if versions:
         x = [v for v, _ in versions]
         elo = [r[0] for _, r in versions]
         ax.errorbar(x, elo, yerr=[[r[0] - r[1] for _, r in versions], [r[2] - r[0] for _, r in versions]],
                     fmt="o-", capsize=3, label="versions")  # fmt: skip
-    for k, (name, rating) in enumerate(item for item in ladder.items() if not item[0][1:].isdigit()):
+    for k, (name, rating) in enumerate(item for item in ladder.items() if version_of(item[0]) is None):
         ax.axhline(rating[0], color=f"C{k + 1}", linestyle="--", linewidth=1, label=f"{name} mover")
     if ladder:
         ax.legend(fontsize="small")

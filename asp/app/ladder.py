@@ -39,6 +39,7 @@ __all__ = [
     "ladder_text",
     "pairings_of",
     "past_versions",
+    "version_of",
 ]
 
 ANCHOR = "random"
@@ -168,6 +169,16 @@ def _fit(games: np.ndarray, points: np.ndarray, anchor: int) -> tuple[np.ndarray
     if free:
         covariance[np.ix_(free, free)] = np.linalg.inv(information[np.ix_(free, free)])
     return theta, covariance
+
+
+def version_of(name: str) -> int | None:
+    """The version a ladder's player name stands for (``v8``: 8), or None for a mover or an
+    engine.
+
+    >>> version_of("v8"), version_of("greedy"), version_of("v")
+    (8, None, None)
+    """
+    return int(name[1:]) if name.startswith("v") and name[1:].isdigit() else None
 
 
 def past_versions(kept: Sequence[int], version: int) -> list[int]:

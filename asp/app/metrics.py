@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from asp.app.evaluate import MatchResult
+from asp.app.ladder import version_of
 from asp.pipeline import IterationReport
 
 __all__ = ["match_metrics", "metrics_line", "mover_scores", "version_scores"]
@@ -19,9 +20,7 @@ def mover_scores(line: dict[str, Any]) -> dict[str, float]:
     >>> mover_scores({"eval/score": 1.0, "eval_greedy/score": 0.9, "eval_sf/score": 0.1, "eval_v0/score": 0.8})
     {'greedy': 0.9}
     """
-    names = {key[len("eval_") : -len("/score")]: value for key, value in line.items()
-             if key.startswith("eval_") and key.endswith("/score")}  # fmt: skip
-    return {name: value for name, value in names.items() if name != "sf" and not _is_version(name)}
+    return {name: value for name, value in _opponent_scores(line).items() if name != "sf" and version_of(name) is None}
 
 
 def version_scores(line: dict[str, Any]) -> dict[int, float]:
@@ -30,12 +29,14 @@ def version_scores(line: dict[str, Any]) -> dict[int, float]:
     >>> version_scores({"eval_greedy/score": 0.9, "eval_v16/score": 0.6, "eval_v0/score": 1.0})
     {0: 1.0, 16: 0.6}
     """
-    return dict(sorted((int(key[6:-6]), value) for key, value in line.items()
-                       if key.startswith("eval_v") and key.endswith("/score") and key[6:-6].isdigit()))  # fmt: skip
+    versions = ((version_of(name), value) for name, value in _opponent_scores(line).items())
+    return dict(sorted((version, value) for version, value in versions if version is not None))
 
 
-def _is_version(name: str) -> bool:
-    return name.startswith("v") and name[1:].isdigit()
+def _opponent_scores(line: dict[str, Any]) -> dict[str, float]:
+    """The ``eval_<name>/score`` of a metrics line, by name."""
+    return {key[len("eval_") : -len("/score")]: value for key, value in line.items()
+            if key.startswith("eval_") and key.endswith("/score")}  # fmt: skip
 
 
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
