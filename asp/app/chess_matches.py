@@ -12,7 +12,7 @@ import structlog
 import torch
 
 from asp.app.evaluate import match_result_of
-from asp.app.matches import play_matches
+from asp.app.matches import matches_metrics, play_matches
 from asp.app.metrics import match_metrics
 from asp.app.run_config import RunConfig
 from asp.errors import ConfigError, ShardFailed
@@ -50,16 +50,7 @@ async def evaluate_vs_movers(
     for old, network in past:
         matches[f"eval_v{old}"] = (network, cfg.version_match_cfg(version, old))
     played = await play_matches(selfplay, model, matches, precision=cfg.eval_precision, priority=EVAL_PRIORITY)
-    return {
-        key: value
-        for prefix, match in played.items()
-        for key, value in {
-            **match_metrics(prefix, match_result_of(match.records)),
-            f"{prefix}/endings": endings(match.records),
-            f"{prefix}/seconds": match.seconds,
-            f"{prefix}/worker_seconds": match.worker_seconds,
-        }.items()
-    }
+    return matches_metrics(played) | {f"{prefix}/endings": endings(match.records) for prefix, match in played.items()}
 
 
 async def evaluate_vs_engine(

@@ -26,9 +26,19 @@ import anyio
 import torch
 
 from asp.app.evaluate import MatchResult, match_result_of
+from asp.app.metrics import match_metrics
 from asp.selfplay import SelfPlay
 
-__all__ = ["PAST_VERSION_GAMES", "ROUND_GAMES", "Match", "play_match", "play_matches", "score_interval", "settled"]
+__all__ = [
+    "PAST_VERSION_GAMES",
+    "ROUND_GAMES",
+    "Match",
+    "matches_metrics",
+    "play_match",
+    "play_matches",
+    "score_interval",
+    "settled",
+]
 
 ROUND_GAMES = 20
 """Games of a round: small enough to stop early, enough to keep a worker's batch busy."""
@@ -118,3 +128,14 @@ async def play_matches(
     except BaseExceptionGroup as failed:  # the first failure, as one match would raise it
         raise failed.exceptions[0] from None
     return {name: played[name] for name in matches}
+
+
+def matches_metrics(played: dict[str, Match]) -> dict[str, Any]:
+    """Each match of :func:`play_matches` as ``name/...`` metrics: its score, W/D/L and Elo
+    (:func:`~asp.app.metrics.match_metrics`), its seconds and its workers' seconds."""
+    line: dict[str, Any] = {}
+    for prefix, match in played.items():
+        line.update(match_metrics(prefix, match_result_of(match.records)))
+        line[f"{prefix}/seconds"] = match.seconds
+        line[f"{prefix}/worker_seconds"] = match.worker_seconds
+    return line

@@ -22,11 +22,9 @@ import structlog
 import torch
 
 from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_movers
-from asp.app.evaluate import match_result_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
-from asp.app.matches import play_matches
-from asp.app.metrics import match_metrics
+from asp.app.matches import matches_metrics, play_matches
 from asp.app.pgn import write_pgn
 from asp.app.run_config import RunConfig
 from asp.atomic import write_text_atomic
@@ -158,12 +156,7 @@ class GameRun:
         for old, network in past:
             matches[f"eval_v{old}"] = (network, self.cfg.version_match_cfg(self.game, version, old))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
-        line: dict[str, Any] = {}
-        for prefix, match in played.items():
-            line.update(match_metrics(prefix, match_result_of(match.records)))
-            line[f"{prefix}/seconds"] = match.seconds
-            line[f"{prefix}/worker_seconds"] = match.worker_seconds
-        return line
+        return matches_metrics(played)
 
     def games_writer(self) -> Any:
         return functools.partial(write_records, game=self.cfg.game)
