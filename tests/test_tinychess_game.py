@@ -4,6 +4,7 @@ own loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import chess
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from asp.games import PlayConfig, TrainConfig, Trainer, play_games
+from asp.games import MODEL, OPPONENT, PlayConfig, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
 from asp.tinychess import play as chess_play
 from asp.tinychess.features import encode_boards
@@ -139,3 +140,20 @@ def test_self_play_records_white_s_material_lead_at_every_position() -> None:
             leads.append(material_lead(board) * (1 if board.turn == chess.WHITE else -1))
         assert record.samples is not None and record.samples.heuristic.tolist() == leads
     assert any(lead != 0 for r in records if r.samples is not None for lead in r.samples.heuristic.tolist())
+
+
+def test_a_game_run_plays_the_greedy_mover_and_its_past_versions_from_the_openings_with_both_colours() -> None:
+    from asp.app.game_config import GameRunConfig, defaults_for
+    from asp.tinychess.openings import OPENINGS
+
+    cfg: GameRunConfig = defaults_for("asp.tinychess.game:TinyChessGame")
+    random_match = cfg.eval_cfg(GAME, 1)
+    greedy_match = cfg.mover_match_cfg(GAME, 1)
+    version_match = cfg.version_match_cfg(GAME, 2, 1)
+    assert random_match.openings == () and random_match.random_plies == 0
+    assert version_match.random_plies == 0 and version_match.opponent_version == 1
+    for match, opponent in ((greedy_match, GreedyChessMover()), (version_match, fresh_net(1))):
+        records, _ = play_games(fresh_net(), opponent, dataclasses.replace(match, n_games=4, max_plies=2))
+        assert [(r.start, r.first) for r in records] == [
+            (OPENINGS[0], MODEL), (OPENINGS[0], OPPONENT), (OPENINGS[1], MODEL), (OPENINGS[1], OPPONENT)
+        ]  # fmt: skip

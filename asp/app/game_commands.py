@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from asp.app.evaluate import match_result_of, play_summary
-from asp.app.game_config import VERSION_MATCH_RANDOM_PLIES, GameRunConfig
+from asp.app.game_config import GameRunConfig, match_starts
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
 from asp.app.run_kinds import write_records
@@ -75,9 +75,9 @@ def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str,
         opponent_version=opponent_version,
         search=play_search(cfg, args),
         opponent_search=opponent_search,
-        # Two checkpoints that play to win would play the same two games over and over.
-        random_plies=0 if args.vs in movers else VERSION_MATCH_RANDOM_PLIES,
         samples=False,
+        # Two players that play to win would play the same two games over and over.
+        **({} if args.vs == "random" else match_starts(game, between_networks=args.vs not in movers)),
     )
     records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
     result = match_result_of(records)

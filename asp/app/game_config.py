@@ -20,14 +20,44 @@ from asp.app.run_config import RunConfig, fields_of
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games import PlayConfig, TrainConfig
+from asp.games.protocol import openings
 from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
 
-__all__ = ["GAME_DEFAULTS", "VERSION_MATCH_RANDOM_PLIES", "GameRunConfig", "config_from_dict", "defaults_for"]
+__all__ = [
+    "GAME_DEFAULTS",
+    "VERSION_MATCH_RANDOM_PLIES",
+    "GameRunConfig",
+    "config_from_dict",
+    "defaults_for",
+    "match_starts",
+]
 
 VERSION_MATCH_RANDOM_PLIES = 2
-"""Random plies that open each game between two versions of a run, or two checkpoints: two
-players that play to win would otherwise play the same two games over and over."""
+"""Random plies that open each game between two versions of a run, or two checkpoints, of a
+game without openings: two players that play to win would otherwise play the same two games
+over and over."""
+
+
+def match_starts(game: Any, *, between_networks: bool) -> dict[str, Any]:
+    """The :class:`~asp.games.PlayConfig` fields that vary the starts of a match against a
+    heuristic mover, or ``between_networks`` (two versions, two checkpoints): the game's
+    openings (:func:`asp.games.protocol.openings`), each twice in a row so that games ``2k``
+    and ``2k + 1`` play it with both colours; a game without openings starts from its start
+    position, with :data:`VERSION_MATCH_RANDOM_PLIES` random plies between networks.
+
+    >>> from asp.tinychess.game import TinyChessGame
+    >>> starts = match_starts(TinyChessGame(), between_networks=True)["openings"]
+    >>> len(starts), starts[0] == starts[1] != starts[2]
+    (20, True)
+    >>> from asp.connect4 import ConnectFour
+    >>> match_starts(ConnectFour(), between_networks=True), match_starts(ConnectFour(), between_networks=False)
+    ({'random_plies': 2}, {})
+    """
+    listed = openings(game)
+    if listed:
+        return {"openings": tuple(text for text in listed for _ in range(2))}
+    return {"random_plies": VERSION_MATCH_RANDOM_PLIES} if between_networks else {}
 
 
 @dataclass(frozen=True)
@@ -128,16 +158,21 @@ class GameRunConfig:
             search=self.search_cfg(sampling=False),
         )
 
+    def mover_match_cfg(self, game: Any, version: int) -> PlayConfig:
+        """The config of an evaluation against a heuristic mover (not the random one): from
+        the game's openings where it has them (:func:`match_starts`)."""
+        return dataclasses.replace(self.eval_cfg(game, version), **match_starts(game, between_networks=False))
+
     def version_match_cfg(self, game: Any, version: int, opponent_version: int) -> PlayConfig:
         """The config of a match of ``version`` against a version the run keeps, both playing
-        to win from varied starts (two random plies, each played with both colours): at most
-        :data:`~asp.app.matches.PAST_VERSION_GAMES` games (see :mod:`asp.app.ladder`)."""
+        to win from varied starts (:func:`match_starts`, each played with both colours): at
+        most :data:`~asp.app.matches.PAST_VERSION_GAMES` games (see :mod:`asp.app.ladder`)."""
         return dataclasses.replace(
             self.eval_cfg(game, version, games=min(self.eval_games, PAST_VERSION_GAMES)),
             opponent_temperature=None,
             opponent_version=opponent_version,
             opponent_search=self.search_cfg(sampling=False),
-            random_plies=VERSION_MATCH_RANDOM_PLIES,
+            **match_starts(game, between_networks=True),
         )
 
     def to_dict(self) -> dict[str, Any]:

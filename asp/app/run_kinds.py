@@ -126,8 +126,9 @@ class ChessRun:
 
 class GameRun:
     """Any :class:`~asp.games.Game`: its default network, :class:`asp.games.Trainer`, one
-    evaluation against each of the game's movers (``eval/...`` for the random mover,
-    ``eval_<name>/...`` for the others), games as JSON lines."""
+    evaluation against each of the game's movers (``eval/...`` for the random mover, from the
+    start position; ``eval_<name>/...`` for the others, from the game's openings where it has
+    them), games as JSON lines."""
 
     games_suffix = ".jsonl"
     note: str | None = None
@@ -149,10 +150,12 @@ class GameRun:
     async def evaluate(
         self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
     ) -> dict[str, Any]:
-        cfg = self.cfg.eval_cfg(self.game, version)
         matches: dict[str, tuple[Any, Any]] = {
-            "eval" if name == "random" else f"eval_{name}": (mover, cfg) for name, mover in self.game.movers().items()
+            "eval": (self.game.movers()["random"], self.cfg.eval_cfg(self.game, version)),
         }
+        for name, mover in self.game.movers().items():
+            if name != "random":
+                matches[f"eval_{name}"] = (mover, self.cfg.mover_match_cfg(self.game, version))
         for old, network in past:
             matches[f"eval_v{old}"] = (network, self.cfg.version_match_cfg(self.game, version, old))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)

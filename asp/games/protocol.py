@@ -35,6 +35,10 @@ Rules of the protocol, which asp relies on:
     :meth:`Game.encode` (``unpack(pack(states))`` equals ``encode(states)``) in which
     self-play sends its training samples back and the trainer keeps them; without it, the
     samples are :meth:`Game.encode`'s rows.
+  - ``openings() -> sequence of str``: positions, in the game's notation, that matches
+    between players that play to win start from, each played with both colours (TinyChess:
+    ten main lines of common openings); without them, such matches start with two random
+    plies (:func:`openings`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
@@ -62,7 +66,18 @@ from torch import nn
 
 from asp.search import Status
 
-__all__ = ["Game", "Mover", "State", "Symmetry", "adjudicated", "heuristic", "packed", "search_root", "unpacked"]
+__all__ = [
+    "Game",
+    "Mover",
+    "State",
+    "Symmetry",
+    "adjudicated",
+    "heuristic",
+    "openings",
+    "packed",
+    "search_root",
+    "unpacked",
+]
 
 State = TypeVar("State")
 """A game's position, of any type the game chooses (a value: :meth:`Game.apply` makes a new one)."""
@@ -198,6 +213,13 @@ def heuristic(game: Game[State], state: State) -> float | None:
     pawns). The trainer can add its changes to the value target (``TrainConfig.heuristic_weight``)."""
     guess = getattr(game, "heuristic", None)
     return None if guess is None else float(guess(state))
+
+
+def openings(game: Game[Any]) -> tuple[str, ...]:
+    """``game.openings()`` where the game has them, else none: the positions, in the game's
+    notation, that matches between players that play to win start from."""
+    listed = getattr(game, "openings", None)
+    return () if listed is None else tuple(str(text) for text in listed())
 
 
 def search_root(game: Game[State], state: State) -> State:

@@ -44,6 +44,7 @@ from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one, mating_moves
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.openings import OPENINGS
 from asp.tinychess.opponents import material_gain
 
 __all__ = ["ChessState", "GreedyChessMover", "TinyChessGame", "material_lead"]
@@ -203,6 +204,11 @@ class TinyChessGame:
 
     def movers(self) -> Mapping[str, Mover]:
         return {"random": RandomMover(), "greedy": GreedyChessMover()}
+
+    def openings(self) -> tuple[str, ...]:
+        """The bundled openings (:data:`~asp.tinychess.openings.OPENINGS`): matches between
+        players that play to win start from them."""
+        return OPENINGS
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.adjudication_margin == self.adjudication_margin
