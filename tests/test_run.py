@@ -31,10 +31,11 @@ import asp.app.session
 from asp.app.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
 from asp.app.curves import plot_curves
 from asp.app.run import RunDir
+from asp.app.run_kinds import ChessRun
 from asp.app.session import train_session
 from asp.app.writer import Writer
 from asp.tinychess import MODEL, GameRecord, ModelConfig
-from asp.tinychess.train import TrainConfig
+from asp.tinychess.train import TrainConfig, Trainer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -265,6 +266,43 @@ async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes
         await sessions[0]
     assert [m["iteration"] for m in run.read_metrics()] == [0]
     assert load_checkpoint(run.checkpoint)["next_iteration"] == 1
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.asyncio
+@pytest.mark.slow
+async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are_saved_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An evaluation overlaps the next iterations: it is no reason for training to wait. Each
+    evaluation below waits (up to a minute) for the next two iterations to have been trained
+    (the saves of the iterations between wait behind it)."""
+    trained: list[int] = []
+    overlapped: dict[int, bool] = {}
+    train, evaluate = Trainer.train, ChessRun.evaluate
+
+    def counted_train(self: Trainer, *args: Any, **kwargs: Any) -> Any:
+        trained.append(len(trained))
+        return train(self, *args, **kwargs)
+
+    async def evaluate_later(self: ChessRun, selfplay: Any, model: Any, version: int, *rest: Any) -> Any:
+        if version + 1 < self.cfg.iterations:  # the last two versions have no two iterations after them
+            deadline = time.monotonic() + 60
+            while len(trained) <= version + 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            overlapped[version] = len(trained) > version + 1
+        return await evaluate(self, selfplay, model, version, *rest)
+
+    monkeypatch.setattr(Trainer, "train", counted_train)
+    monkeypatch.setattr(ChessRun, "evaluate", evaluate_later)
+    run = RunDir(tmp_path / "run")
+    cfg = tiny_config(iterations=4, eval_every=1, train=TrainConfig(device="cpu"))
+    history = await train_session(run, cfg, resume=False, workers=1)
+    assert overlapped == {1: True, 2: True}
+    assert [line["iteration"] for line in history] == [0, 1, 2, 3]
+    assert [line["eval/version"] for line in history] == [1, 2, 3, 4]
+    assert run.read_metrics() == history
+    assert load_checkpoint(run.checkpoint)["next_iteration"] == 4
 
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:

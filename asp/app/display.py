@@ -26,6 +26,8 @@ class TrainDisplay:
         self.console = Console(stderr=True, soft_wrap=True)
         self.last_line: dict[str, Any] = {}
         self.score: float | None = None
+        self.evaluating = False
+        """An evaluation plays (beside the next iterations' games) until its line comes."""
         self.progress: Progress | None = None
         self.task: Any = None
         if live:
@@ -58,7 +60,7 @@ class TrainDisplay:
         if "loss/total" in line:
             parts.append(f"loss {line['loss/total']:.3f}")
         parts.append(f"score vs random {'-' if self.score is None else f'{self.score:.2f}'}")
-        return "  ".join(parts)
+        return "  ".join(parts) + ("  (evaluating)" if self.evaluating else "")
 
     def update(self, kind: str, fields: dict[str, Any]) -> None:
         if kind == "games" and self.progress is not None:
@@ -69,10 +71,13 @@ class TrainDisplay:
                 iteration=fields["iteration"] + 1,
                 status=self._status(),
             )
-        elif kind == "evaluating" and self.progress is not None:
-            self.progress.update(self.task, status=self._status() + "  (evaluating)")
+        elif kind == "evaluating":
+            self.evaluating = True
+            if self.progress is not None:
+                self.progress.update(self.task, status=self._status())
         elif kind == "iteration":
             self.last_line = fields
+            self.evaluating = self.evaluating and "eval/version" not in fields
             if "eval/score" in fields:
                 self.score = fields["eval/score"]
             text = (

@@ -9,12 +9,13 @@ and games file) comes from the run's :class:`~asp.app.run_kinds.RunKind`.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import copy
 import functools
 import gc
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 import structlog
@@ -149,10 +150,16 @@ async def _session(
     return history
 
 
+MAX_PENDING_SAVES = 3
+"""Iterations whose saves may wait behind an evaluation while training goes on: each holds a
+copy of the checkpoint (TinyChess: about 24 MB). Beyond it, training waits."""
+
+
 class _Saver:
     """Writes each iteration's artefacts (games, evaluation, curves, metrics line, checkpoint)
-    in a task while training goes on with the next iteration; the saves follow one another
-    in order, and a save cut short by a stop leaves its files whole."""
+    in tasks while training goes on: the saves follow one another in order, each waiting for
+    the one before, so that self-play and training go on while an evaluation plays (at most
+    :data:`MAX_PENDING_SAVES` behind); a save cut short by a stop leaves its files whole."""
 
     def __init__(
         self, run: RunDir, kind: RunKind, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer,
@@ -160,7 +167,8 @@ class _Saver:
     ) -> None:  # fmt: skip
         self.run, self.kind, self.history = run, kind, history
         self.selfplay, self.writer, self.notify = selfplay, writer, notify
-        self.saving: asyncio.Task[dict[str, Any]] | None = None
+        self.saving: collections.deque[asyncio.Task[None]] = collections.deque()
+        """The saves not yet done, oldest first."""
         self.tensorboard = tensorboard
         """Each metrics line also goes to TensorBoard (:mod:`asp.app.tensorboard`)."""
 
@@ -168,16 +176,23 @@ class _Saver:
         return self
 
     async def __aexit__(self, exc_type: object, *rest: object) -> None:
-        if self.saving is None:
-            return
-        if exc_type is None:
-            self.notify("iteration", await self.saving)
-        elif not self.saving.done():  # stopped early: its files stay whole
-            self.saving.cancel()
-            await wait_out(self.saving)
+        try:
+            if exc_type is None:
+                while self.saving:
+                    await self.saving[0]  # raises what the save raised
+                    self.saving.popleft()
+        finally:
+            for task in self.saving:  # stopped early, or a save failed: their files stay whole
+                task.cancel()
+            while self.saving:
+                task = self.saving.popleft()
+                await wait_out(task)
+                if not task.cancelled():
+                    task.exception()  # the stop's own exception is on its way; this one is known
 
     async def save(self, report: IterationReport, model: torch.nn.Module, trainer: Any, watch: LoopWatch) -> None:
-        """Start saving ``report``'s iteration, once the save before has ended."""
+        """Queue the save of ``report``'s iteration behind the saves before it; wait only
+        while :data:`MAX_PENDING_SAVES` are queued."""
         cfg = self.kind.cfg
         # Nothing trains until the next report is asked for: this is the state after training
         # on this iteration, copied before any thread writes it. (The weights of plays that had
@@ -201,10 +216,22 @@ class _Saver:
             evaluated = report.trained_weights
             if evaluated is None:  # sequential: the model itself trains on next
                 evaluated = await finish_in_thread(copy.deepcopy, model)
-        if self.saving is not None:
-            self.notify("iteration", await self.saving)
-        save = self._write_iteration(report, checkpoint, evaluated)
-        self.saving = asyncio.create_task(save, name=f"asp-save-{report.iteration}")
+        while self.saving and (len(self.saving) >= MAX_PENDING_SAVES or self.saving[0].done()):
+            await self.saving[0]  # raises what the save raised
+            self.saving.popleft()
+        before = self.saving[-1] if self.saving else None
+        save = self._after(before, self._write_iteration(report, checkpoint, evaluated))
+        self.saving.append(asyncio.create_task(save, name=f"asp-save-{report.iteration}"))
+
+    async def _after(self, before: asyncio.Task[None] | None, save: Coroutine[Any, Any, dict[str, Any]]) -> None:
+        """Run ``save`` once ``before`` has ended, and tell the progress its metrics line."""
+        try:
+            if before is not None:
+                await asyncio.shield(before)
+        except BaseException:
+            save.close()
+            raise
+        self.notify("iteration", await save)
 
     async def _write_iteration(
         self, report: IterationReport, checkpoint: dict[str, Any], evaluated: torch.nn.Module | None
