@@ -4,12 +4,17 @@ at once come back by name, or raise the first failure as it is."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 
+import asp.app.chess_matches
+import asp.app.matches
+import asp.app.run_kinds
 from asp import SelfPlay
 from asp.app.evaluate import match_result, match_result_of
-from asp.app.matches import ROUND_GAMES, play_match, play_matches, score_interval, settled
+from asp.app.matches import ROUND_GAMES, Match, play_match, play_matches, score_interval, settled
 from asp.connect4 import ConnectFour, WinBlockMover
 from asp.errors import ConfigError
 from asp.games import PlayConfig, RandomMover
@@ -72,3 +77,46 @@ async def test_a_match_cut_short_is_the_start_of_the_match_played_out() -> None:
     assert list(both) == ["winblock", "random"]
     assert [r.game_id for r in both["random"].records] == list(range(1000, 1000 + ROUND_GAMES))
     assert {r.opponent_name for r in both["random"].records} == {"random"}
+
+
+@pytest.mark.asyncio
+async def test_free_workers_take_the_games_of_the_match_given_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matches' calls get priorities in the order given, the last that asked for, so that
+    the costliest match, given first, is shared between the workers that are free."""
+    asked: dict[str, int] = {}
+
+    async def recorded(selfplay: object, model: object, opponent: str, cfg: object, **options: int) -> Match:
+        asked[opponent] = options["priority"]
+        return Match([], 0.0, 0.0)
+
+    monkeypatch.setattr(asp.app.matches, "play_match", recorded)
+    matches = {name: (name, None) for name in ("eval_v10", "eval", "eval_greedy")}
+    played = await play_matches(None, None, matches, precision=0.1, priority=1)  # type: ignore[arg-type]
+    assert asked == {"eval_v10": 3, "eval": 2, "eval_greedy": 1}
+    assert list(played) == list(matches)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("game", ["tinychess", "connect4"])
+async def test_an_evaluation_gives_its_matches_against_past_versions_first(
+    game: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asp.app.game_config import GameRunConfig
+    from asp.app.run_config import RunConfig
+    from asp.app.run_kinds import run_kind
+
+    given: list[list[str]] = []
+
+    async def recorded(selfplay: object, model: object, matches: dict[str, Any], **options: Any) -> dict[str, Match]:
+        given.append(list(matches))
+        return {name: Match([], 0.0, 0.0) for name in matches}
+
+    monkeypatch.setattr(asp.app.run_kinds, "play_matches", recorded)
+    monkeypatch.setattr(asp.app.chess_matches, "play_matches", recorded)
+    monkeypatch.setattr(asp.app.run_kinds, "matches_metrics", lambda played: {})
+    monkeypatch.setattr(asp.app.chess_matches, "matches_metrics", lambda played: {})
+    cfg = RunConfig() if game == "tinychess" else GameRunConfig(game=game)
+    kind = run_kind(cfg)
+    network = kind.new_model()
+    await kind.evaluate(None, network, 4, [(0, network), (2, network)])  # type: ignore[arg-type]
+    assert given[0][:2] == ["eval_v0", "eval_v2"] and "eval" in given[0][2:]

@@ -43,12 +43,12 @@ async def evaluate_vs_movers(
     (``eval_greedy/...``), and against each ``(version, network)`` of ``past``
     (``eval_v<N>/...``): matches at once, each of at most ``cfg.eval_games`` games, which stop
     early once their score is known to ``cfg.eval_precision`` (:mod:`asp.app.matches`)."""
+    # The matches against past versions first: the costliest, split between the workers.
     matches: dict[str, tuple[Any, Any]] = {
-        "eval": (RandomMover(), cfg.eval_cfg(version)),
-        "eval_greedy": (GreedyMover(), cfg.engine_eval_cfg(version)),
+        f"eval_v{old}": (network, cfg.version_match_cfg(version, old)) for old, network in past
     }
-    for old, network in past:
-        matches[f"eval_v{old}"] = (network, cfg.version_match_cfg(version, old))
+    matches["eval"] = (RandomMover(), cfg.eval_cfg(version))
+    matches["eval_greedy"] = (GreedyMover(), cfg.engine_eval_cfg(version))
     played = await play_matches(selfplay, model, matches, precision=cfg.eval_precision, priority=EVAL_PRIORITY)
     return matches_metrics(played) | {f"{prefix}/endings": endings(match.records) for prefix, match in played.items()}
 

@@ -115,16 +115,20 @@ async def play_matches(
     priority: int = 0,
 ) -> dict[str, Match]:
     """:func:`play_match` of each ``name: (opponent, cfg)`` of ``matches``, all at once (the
-    rounds of one fill the workers beside another's), by name in the same order."""
+    rounds of one fill the workers beside another's), by name in the same order.
+
+    Free workers take the matches' games in the order given: a match given first is shared
+    between the workers that are free, so give the costliest first. (The last match's calls
+    have ``priority``, each match before it one more.)"""
     played: dict[str, Match] = {}
 
-    async def one(name: str, opponent: Any, cfg: Any) -> None:
-        played[name] = await play_match(selfplay, model, opponent, cfg, precision=precision, priority=priority)
+    async def one(name: str, opponent: Any, cfg: Any, rank: int) -> None:
+        played[name] = await play_match(selfplay, model, opponent, cfg, precision=precision, priority=rank)
 
     try:
         async with anyio.create_task_group() as group:
-            for name, (opponent, cfg) in matches.items():
-                group.start_soon(one, name, opponent, cfg)
+            for i, (name, (opponent, cfg)) in enumerate(matches.items()):
+                group.start_soon(one, name, opponent, cfg, priority + len(matches) - 1 - i)
     except BaseExceptionGroup as failed:  # the first failure, as one match would raise it
         raise failed.exceptions[0] from None
     return {name: played[name] for name in matches}

@@ -150,14 +150,14 @@ class GameRun:
     async def evaluate(
         self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
     ) -> dict[str, Any]:
+        # The matches against past versions first: the costliest, split between the workers.
         matches: dict[str, tuple[Any, Any]] = {
-            "eval": (self.game.movers()["random"], self.cfg.eval_cfg(self.game, version)),
+            f"eval_v{old}": (network, self.cfg.version_match_cfg(self.game, version, old)) for old, network in past
         }
+        matches["eval"] = (self.game.movers()["random"], self.cfg.eval_cfg(self.game, version))
         for name, mover in self.game.movers().items():
             if name != "random":
                 matches[f"eval_{name}"] = (mover, self.cfg.mover_match_cfg(self.game, version))
-        for old, network in past:
-            matches[f"eval_v{old}"] = (network, self.cfg.version_match_cfg(self.game, version, old))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
         return matches_metrics(played)
 
