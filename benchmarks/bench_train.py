@@ -43,6 +43,10 @@ from bench_play import cpu_model, time_random_playouts  # noqa: E402
 
 VARIANTS: dict[str, list[str]] = {
     "default": [],
+    # With the default, the cost of evaluations to the run's wall time (see evaluation_cost).
+    "final evaluation only": ["--eval-every", "1000000"],
+    # TinyChess as a game of the protocol: the generic play loop, trainer and evaluations.
+    "game seam": ["--game", "asp.tinychess.game:TinyChessGame"],
     "policy only": ["--policy-only"],
     "search 2": ["--search", "2"],
     "search 4": ["--search", "4"],
@@ -95,6 +99,8 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
         "eval_wall": evaluating / wall if any("time/evaluation" in line for line in lines) else None,
         "eval_work": eval_work / (int(split.group(1)) * wall) if split and eval_work else None,
         "ladder": lines[-1].get("ladder/above_v0"),
+        "final_eval": lines[-1].get("time/evaluation"),
+        "eval_cost": evaluation_cost_in_run(lines, wall),
         "occupancy": statistics.mean(occupancy)
         if (occupancy := [line["play/search_occupancy"] for line in lines if "play/search_occupancy" in line])
         else None,
@@ -143,11 +149,47 @@ def main() -> None:
         wall = statistics.median(r["wall"] for r in runs)
         budget = f"{wall * rate / 1e6:.1f}M random plies"
         print(f"  {name:44s} {wall:7.1f} s ({budget})  x{wall / base:.2f}  {describe(median_of(runs))}")
+    if "default" in results and "final evaluation only" in results:
+        print(evaluation_cost(results["default"], results["final evaluation only"]))
+
+
+def evaluation_cost_in_run(lines: list[dict[str, Any]], wall: float) -> float | None:
+    """What a run's evaluations added to its wall time, as a share of it, from its own lines:
+    the last evaluation whole (nothing overlaps it), and for each evaluation before it, how
+    much longer than the run's median iteration the iterations it overlapped took (an
+    evaluation starts as its iteration ends, and its games take workers from self-play).
+    Drift of the machine's speed within the run blurs it by the iterations' own spread."""
+    if not lines or "time/evaluation" not in lines[-1]:
+        return None
+    walls = [line["time/wall"] for line in lines]
+    ends = [sum(walls[: i + 1]) for i in range(len(walls))]
+    spans = [
+        (ends[i], ends[i] + line["time/evaluation"]) for i, line in enumerate(lines[:-1]) if "time/evaluation" in line
+    ]
+    overlapped = {j for start, end in spans for j in range(len(lines)) if ends[j] - walls[j] < end and ends[j] > start}
+    usual = statistics.median(w for j, w in enumerate(walls) if j not in overlapped)
+    excess = sum(max(0.0, walls[j] - usual) for j in overlapped)
+    return float(excess + lines[-1]["time/evaluation"]) / wall
+
+
+def evaluation_cost(default: list[dict[str, Any]], final_only: list[dict[str, Any]]) -> str:
+    """What the default run's evaluations add to its wall time, from medians of both variants.
+
+    Without evaluations the run would take the wall time of the run that evaluates only after
+    its last iteration, less that final evaluation (nothing overlaps it: it is measured whole).
+    """
+    with_evaluations = statistics.median(r["wall"] for r in default)
+    without = statistics.median(r["wall"] - (r["final_eval"] or 0.0) for r in final_only)
+    share = (with_evaluations - without) / with_evaluations
+    return (
+        f"evaluations cost {share:.1%} of the default run's wall time: {with_evaluations:.1f} s with them, "
+        f"{without:.1f} s without (the run evaluating only at its end, less that evaluation)"
+    )
 
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs that report it (None where none does)."""
-    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy", "eval_wall", "eval_work")
+    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy", "eval_wall", "eval_work", "eval_cost")
     known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
     return {key: statistics.median(values) if values else None for key, values in known.items()}
 
@@ -164,6 +206,8 @@ def describe(result: dict[str, Any]) -> str:
         evaluation = f"  evaluation {result['eval_wall']:.1%} of the wall time"
         if result.get("eval_work") is not None:
             evaluation += f", {result['eval_work']:.1%} of the workers' time"
+    if result.get("eval_cost") is not None:
+        evaluation += f" (in-run estimate of its cost: {result['eval_cost']:.1%})"
     if result.get("ladder"):
         evaluation += "  last version above v0 by {:+.0f} [95%: {:+.0f}, {:+.0f}]".format(*result["ladder"])
     return f"score {score}  workers playing {busy}  longest loop stall {stall}{occupancy}{evaluation}"
