@@ -37,8 +37,8 @@ Rules of the protocol, which asp relies on:
     samples are :meth:`Game.encode`'s rows.
   - ``openings() -> sequence of str``: positions, in the game's notation, that matches
     between players that play to win start from, each played with both colours (TinyChess:
-    ten main lines of common openings); without them, such matches start with two random
-    plies (:func:`openings`).
+    ten main lines of common openings); without them, a match against a mover starts from
+    :meth:`Game.start`, and one between two networks with two random plies (:func:`openings`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
