@@ -20,6 +20,7 @@ from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.app.checkpoint import CHECKPOINT, checkpoint_state
 from asp.app.cli import main
+from asp.app.evaluate import match_result
 from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.tinychess.model import ModelConfig, TinyChess
@@ -69,11 +70,20 @@ def check_counts(found: re.Match[str], games: int) -> None:
     wins, draws, losses = (int(found.group(i)) for i in (2, 3, 4))
     assert wins + draws + losses == games
     assert score == pytest.approx((wins + 0.5 * draws) / games, abs=1e-3)
-    if found.group(8) is not None:  # every game won or lost: a one-sided bound
-        assert found.group(8) == (">" if score == 1.0 else "<") and score in (0.0, 1.0)
+    if found.group(8) is not None:  # all but at most half a point won or lost: a one-sided bound
+        assert found.group(8) == (">" if score > 0.5 else "<") and min(score, 1.0 - score) <= 0.5 / games + 1e-9
         return
     elo, low, high = (int(found.group(i)) for i in (5, 6, 7))
     assert low <= elo <= high
+
+
+@pytest.mark.parametrize(("wins", "draws", "losses"), [(0, 1, 3), (3, 1, 0), (4, 0, 0), (0, 0, 4), (2, 1, 1)])
+def test_check_counts_takes_every_line_a_match_of_four_games_can_print(wins: int, draws: int, losses: int) -> None:
+    # Half a point from either end is a one-sided bound too (an untrained model's one draw in 4).
+    line = f"(version 3) against x: {match_result(wins=wins, draws=draws, losses=losses).describe()}"
+    found = re.search(LINE.format(version=3, opponent="x", games=4), line)
+    assert found, line
+    check_counts(found, 4)
 
 
 @pytest.mark.timeout(120)
