@@ -14,6 +14,7 @@ from asp.connect4 import ConnectFour
 from asp.connect4.game import mirror_features
 from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
+from asp.games.protocol import unpacked
 from asp.games.records import MODEL, Samples
 from asp.games.train import make_samples
 from asp.search import SearchConfig
@@ -98,12 +99,31 @@ def test_a_sample_seen_through_the_mirror_has_the_mirrored_position_and_target()
     trainer.rng = _Always(1)  # type: ignore[assignment]
     mirrored = trainer._batch(samples, rows)
     assert torch.equal(mirrored[0], mirror_features(plain[0]))
-    assert torch.equal(mirrored[1], plain[1].flip(1)) and torch.equal(mirrored[2], plain[2].flip(1))
-    assert torch.equal(mirrored[3], plain[3])
+    # Each legal action becomes its mirror image (column c: 6 - c), with its target.
+    actions, target, valid = plain[1:4]
+    assert torch.equal(mirrored[1][valid], 6 - actions[valid])
+    assert torch.equal(mirrored[2], target) and torch.equal(mirrored[3], valid)
+    assert torch.equal(mirrored[4], plain[4])
     # the image of a position is a position of the game, encoded as the game encodes it
     board = GAME.parse_state("1122")
     image = GAME.parse_state("7766")
     assert torch.equal(mirror_features(GAME.encode([board])), GAME.encode([image]))
+
+
+def test_the_policy_loss_is_the_cross_entropy_to_the_targets_over_each_position_s_legal_actions() -> None:
+    records = self_play(3, search=8)
+    samples = make_samples(records)
+    torch.manual_seed(0)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", symmetries=False))
+    rows = list(range(len(samples)))
+    with torch.no_grad():
+        logits, _ = trainer.model(unpacked(GAME, samples.features.numpy()))
+    expected = []
+    for row in rows:
+        legal = samples.legal_flat[samples.legal_start[row] : samples.legal_start[row + 1]]
+        target = samples.targets[samples.legal_start[row] : samples.legal_start[row + 1]]
+        expected.append(-(target / target.sum() * torch.log_softmax(logits[row, legal], 0)).sum())
+    assert trainer._step(samples, rows)["loss/policy"] == pytest.approx(float(torch.stack(expected).mean()), rel=1e-5)
 
 
 def test_the_replay_window_keeps_the_last_calls_and_comes_back_from_its_state() -> None:

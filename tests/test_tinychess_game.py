@@ -51,6 +51,16 @@ def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
     assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/R7 w - - 150 90")).value == 0.0  # 75-move rule
 
 
+def test_status_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
+    # A search scores many more positions than it expands: listing every legal move of each
+    # (rather than finding one) made the generic loop play TinyChess at 0.59 its own loop's speed.
+    state = play_line(GAME.start(), "e2e4 e7e5")
+    assert GAME.status(state).value is None and "legal" not in vars(state)
+    mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
+    assert GAME.status(mated).value == -1.0
+    assert GAME.actions(state) and GAME.status(state).value is None  # listed first: the list is used
+
+
 def test_fivefold_repetition_ends_a_game_and_a_repetition_inside_a_search_is_a_draw() -> None:
     shuffle = "g1f3 g8f6 f3g1 f6g8 "
     state = play_line(GAME.start(), shuffle * 3)

@@ -215,7 +215,7 @@ class Trainer:
         self.window: deque[TrainSamples] = deque(maxlen=self.cfg.replay)
         """The samples of the last ``replay`` calls of :meth:`train`."""
         self._symmetries = list(game.symmetries()) if self.cfg.symmetries else []
-        self._inverse = [torch.tensor(_inverse(s.actions)) for s in self._symmetries]
+        self._images = [torch.tensor(s.actions) for s in self._symmetries]
 
     def window_state(self) -> list[dict[str, torch.Tensor]]:
         """The samples of the replay window that the next :meth:`train` call keeps (the newest
@@ -260,8 +260,9 @@ class Trainer:
         return metrics
 
     def _batch(self, samples: TrainSamples, rows: list[int]) -> tuple[torch.Tensor, ...]:
-        """The rows' features, dense policy targets, legal masks and results, each seen
-        through a symmetry drawn at random."""
+        """The rows' features, their legal actions as a padded table ``(len(rows), most
+        legal actions)`` with its policy targets and validity mask, and their results; each
+        row seen through a symmetry drawn at random (its features and its actions mapped)."""
         index = torch.tensor(rows)
         first = samples.legal_start[index]
         counts = samples.legal_start[index + 1] - first
@@ -269,9 +270,7 @@ class Trainer:
         valid = rank < counts.unsqueeze(1)
         position = torch.where(valid, first.unsqueeze(1) + rank, 0)
         actions = torch.where(valid, samples.legal_flat[position], 0)
-        size = (len(rows), self.game.action_size)
-        target = torch.zeros(size).scatter_add_(1, actions, torch.where(valid, samples.targets[position], 0.0))
-        legal = torch.zeros(size).scatter_add_(1, actions, valid.float()) > 0
+        target = torch.where(valid, samples.targets[position], 0.0)
         features = unpacked(self.game, samples.features[index].numpy())
         if self._symmetries:
             drawn = torch.tensor([self.rng.randrange(len(self._symmetries) + 1) for _ in rows])
@@ -279,19 +278,19 @@ class Trainer:
             for k, symmetry in enumerate(self._symmetries, 1):
                 chosen = drawn == k
                 if chosen.any():
-                    inverse = self._inverse[k - 1]
                     features[chosen] = symmetry.features(features[chosen])
-                    target[chosen] = target[chosen][:, inverse]
-                    legal[chosen] = legal[chosen][:, inverse]
-        return features, target, legal, samples.z[index]
+                    actions[chosen] = self._images[k - 1][actions[chosen]]
+        return features, actions, target, valid, samples.z[index]
 
     def _step(self, samples: TrainSamples, rows: list[int]) -> dict[str, float]:
-        """One step toward the policy targets (cross-entropy) and the results (MSE)."""
+        """One step toward the policy targets (cross-entropy over the legal actions) and the
+        results (MSE)."""
         device = self.device
-        features, target, legal, z = (t.to(device) for t in self._batch(samples, rows))
+        features, actions, target, valid, z = (t.to(device) for t in self._batch(samples, rows))
         target = target / target.sum(dim=1, keepdim=True).clamp(min=1e-8)
         logits, value = self.model(features)
-        logp = torch.log_softmax(logits.float().masked_fill(~legal, -torch.inf), dim=1).masked_fill(~legal, 0.0)
+        legal_logits = logits.float().gather(1, actions).masked_fill(~valid, -torch.inf)
+        logp = torch.log_softmax(legal_logits, dim=1).masked_fill(~valid, 0.0)
         policy_loss = -(target * logp).sum(dim=1).mean()
         value_loss = torch.mean((value.float() - z) ** 2)
         loss = policy_loss + self.cfg.value_coef * value_loss
@@ -310,10 +309,3 @@ class Trainer:
             "train/grad_norm": grad_norm,
         }
         return {key: float(value.detach()) for key, value in figures.items()}
-
-
-def _inverse(permutation: Sequence[int]) -> list[int]:
-    inverse = [0] * len(permutation)
-    for a, image in enumerate(permutation):
-        inverse[image] = a
-    return inverse

@@ -123,7 +123,8 @@ class TinyChessGame:
 
     def status(self, state: ChessState) -> Status:
         board = state.board
-        if not state.legal[0]:
+        # Most positions a search scores are never expanded: their first legal move is enough.
+        if not (state.legal[0] if "legal" in state.__dict__ else any(board.generate_legal_moves())):
             return Status(value=-1.0 if board.is_check() else 0.0)
         if board.is_insufficient_material() or board.halfmove_clock >= 150:
             return Status(value=0.0)
