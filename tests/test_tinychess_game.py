@@ -51,7 +51,7 @@ def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
     assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/R7 w - - 150 90")).value == 0.0  # 75-move rule
 
 
-def test_status_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
+def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
     # A search scores many more positions than it expands: listing every legal move of each
     # (rather than finding one) made the generic loop play TinyChess at 0.59 its own loop's speed.
     state = play_line(GAME.start(), "e2e4 e7e5")
@@ -59,6 +59,9 @@ def test_status_lists_the_legal_moves_only_of_a_position_it_must_expand() -> Non
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
     assert GAME.status(mated).value == -1.0
     assert GAME.actions(state) and GAME.status(state).value is None  # listed first: the list is used
+    # Worked out once a position: the play loop asks at each ply, and again of the search's root.
+    assert GAME.status(state) is GAME.status(state) is GAME.status(GAME.search_root(state))
+    assert GAME.search_root(state).legal is state.legal
 
 
 def test_fivefold_repetition_ends_a_game_and_a_repetition_inside_a_search_is_a_draw() -> None:

@@ -103,6 +103,19 @@ class ChessState:
         key = self.key
         return sum(1 for node in self.earlier() if node.key == key)
 
+    @functools.cached_property
+    def status(self) -> Status:
+        """:meth:`TinyChessGame.status`, computed once."""
+        board = self.board
+        # Most positions a search scores are never expanded: their first legal move is enough.
+        if not (self.legal[0] if "legal" in self.__dict__ else any(board.generate_legal_moves())):
+            return Status(value=-1.0 if board.is_check() else 0.0)
+        if board.is_insufficient_material() or board.halfmove_clock >= 150:
+            return Status(value=0.0)
+        if (self.tree > 0 and self.seen) or (self.tree < 0 and self.seen >= 4):
+            return Status(value=0.0)
+        return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
+
 
 class TinyChessGame:
     """The game of chess, with the TinyChess network (:class:`~asp.tinychess.model.TinyChess`)."""
@@ -122,15 +135,7 @@ class TinyChessGame:
         return 0 if state.board.turn == chess.WHITE else 1
 
     def status(self, state: ChessState) -> Status:
-        board = state.board
-        # Most positions a search scores are never expanded: their first legal move is enough.
-        if not (state.legal[0] if "legal" in state.__dict__ else any(board.generate_legal_moves())):
-            return Status(value=-1.0 if board.is_check() else 0.0)
-        if board.is_insufficient_material() or board.halfmove_clock >= 150:
-            return Status(value=0.0)
-        if (state.tree > 0 and state.seen) or (state.tree < 0 and state.seen >= 4):
-            return Status(value=0.0)
-        return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
+        return state.status
 
     def actions(self, state: ChessState) -> list[int]:
         return state.legal[1]
@@ -142,7 +147,12 @@ class TinyChessGame:
 
     def search_root(self, state: ChessState) -> ChessState:
         """``state`` as the root of a search: below it, repetitions are draws."""
-        return ChessState(state.board, state.parent, 0)
+        root = ChessState(state.board, state.parent, 0)
+        known = state.__dict__  # what was computed of the position carries over
+        root.__dict__.update({name: known[name] for name in ("key", "legal", "seen") if name in known})
+        if "status" in known and known["status"].value is None:  # a game going on: the same below a root
+            root.__dict__["status"] = known["status"]
+        return root
 
     def adjudicate(self, state: ChessState) -> float:
         """The result, for the side to move, of a game cut at ``state``: won (1) or lost (-1)
