@@ -22,6 +22,15 @@ than ``max_staleness`` versions stale when it is trained on (nothing needs dropp
 Each report says which version played its games, how stale they were, and the idle
 time of the workers and the trainer during the iteration.
 
+Training and copying weights run in threads. However :meth:`Pipeline.run` is left
+(exhausted, an error, cancellation, ``aclose()``), it first waits for the train call in
+progress and for the self-play in flight to stop: once it is left, nothing of it changes the
+model or plays. A cancellation that arrives while a train call runs waits for the call to
+return; the iteration it trained is then reported (yielded) as usual, so the caller can save
+what the model learnt, and the cancellation is raised when the caller asks for the next
+report. A cancellation that arrives during that clean-up is re-raised after it, unless an
+error is already on its way out: as with :class:`asyncio.TaskGroup`, the error wins.
+
 >>> import asyncio
 >>> from asp import SelfPlay
 >>> from asp.tinychess import ModelConfig, PlayConfig, TinyChess
@@ -270,17 +279,7 @@ class Pipeline:
         self-play had begun when the run stopped (:attr:`IterationReport.pending_plays` of the
         last report); they are played again with those weights. ``first_play`` is the older
         form for ``max_staleness=1``: the weights of iteration ``start``'s play, one version
-        older than ``version``.
-
-        Training and copying weights run in threads. However ``run`` is left (exhausted, an
-        error, cancellation, ``aclose()``), it first waits for the train call in progress and
-        for the self-play in flight to stop: once it is left, nothing of it changes the model
-        or plays. A cancellation that arrives while a train call runs waits for the call to
-        return; the iteration it trained is then reported (yielded) as usual, so the caller can
-        save what the model learnt, and the cancellation is raised when the caller asks for the
-        next report. A cancellation that arrives during that clean-up is re-raised after it,
-        unless an error is already on its way out: as with :class:`asyncio.TaskGroup`, the
-        error wins.
+        older than ``version``. How it stops: see the module's docstring.
 
         :raises AspError: when an iteration's games lack an id of ``cfg.first_game ..
             cfg.first_game + cfg.n_games - 1`` or have one outside it (of an id that comes
@@ -303,19 +302,10 @@ class Pipeline:
                 done = await self._next_done(run, player)
                 assert done.iteration == iteration and done.ended is not None
                 train_started = time.perf_counter()
-                # Cancelled while training: self-play stops while the train call ends, and the
-                # iteration it trained is reported before the cancellation goes on.
-                training = asyncio.get_running_loop().run_in_executor(
-                    None, contextvars.copy_context().run, functools.partial(self.train, done.records)
-                )
-                interrupted = await wait_out(training, on_cancel=player.cancel)
-                metrics = training.result()
+                metrics, interrupted = await self._train(done, player)
                 train_ended = time.perf_counter()
-                run.begun.remove(done)
                 version += 1
-                latest = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
-                run.latest = (version, latest)
-                run.changed.set()
+                latest = await self._publish(run, done, version)
                 pending = await self._pending(run, player, last=iteration + 1 == end and not interrupted)
                 overlap = sum(_overlap(p, train_started, train_ended) for p in run.begun)
                 times = (boundary, train_started, train_ended, overlap)
@@ -333,6 +323,25 @@ class Pipeline:
             cancelled = await self._stop(player, error)
             if cancelled and (error is None or isinstance(error, GeneratorExit)):
                 raise asyncio.CancelledError
+
+    async def _train(self, done: _Played, player: _Task) -> tuple[dict[str, Any], bool]:
+        """Train on ``done``'s games in a thread: ``(metrics, interrupted)``. Cancelled while
+        training, self-play stops while the train call ends, and ``interrupted`` is True: the
+        iteration it trained is reported before the cancellation goes on."""
+        training = asyncio.get_running_loop().run_in_executor(
+            None, contextvars.copy_context().run, functools.partial(self.train, done.records)
+        )
+        interrupted = await wait_out(training, on_cancel=player.cancel)
+        return training.result(), interrupted
+
+    async def _publish(self, run: _Run, done: _Played, version: int) -> nn.Module:
+        """Make the model, just trained on ``done``, the newest weights that self-play takes,
+        as ``version``: a snapshot when plays overlap training, else the model itself."""
+        run.begun.remove(done)
+        latest = await finish_in_thread(copy.deepcopy, self.model) if self.overlap else self.model
+        run.latest = (version, latest)
+        run.changed.set()
+        return latest
 
     async def _pending(self, run: _Run, player: _Task, *, last: bool) -> list[tuple[int, nn.Module]]:
         """The ``(version, weights)`` of the plays that have begun; after the ``last`` iteration

@@ -89,6 +89,28 @@ class SelfPlay:
     live from entering to leaving the ``async with``. Any number of calls may be open at once,
     from any tasks of the event loop that entered it: they share the workers (see the module
     docstring). A call from another event loop raises :class:`~asp.errors.LoopError` at once.
+
+    :param workers: worker processes (default: usable cores // threads_per_worker, at least 1;
+        usable cores follow the CPU affinity and a cgroup CPU quota).
+    :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
+    :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
+        :class:`asp.tinychess.PlayConfig` has; see :func:`asp.worker.play_cfg`).
+    :param shard_games: games per shard (default: :func:`default_shard_games`).
+    :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
+        which a worker counts as stalled and is killed; None disables it.
+    :param retries: attempts per shard after the first when it raises, stalls or its
+        worker dies (0 to 100).
+    :param cancel_grace: seconds a cancelled shard has to stop by itself before its
+        worker is killed.
+    :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
+    :param summarise: turns all records of a call into stats (default: the cfg's own
+        ``summarise(records)`` method when it has one, else ``{"games": n}``); the shards'
+        numeric stats it lacks are added, summed over shards.
+    :param backend: ``"local"`` (spawn processes on this machine) or ``"ray"`` (Ray actors;
+        needs the extra ``asp[ray]``).
+    :param address: Ray only: None starts a private Ray instance on this machine, ``"auto"``
+        joins the cluster this machine belongs to (``ray start``), ``"ray://host:10001"``
+        connects a Ray client.
     """
 
     def __init__(
@@ -106,29 +128,6 @@ class SelfPlay:
         backend: str = "local",
         address: str | None = None,
     ) -> None:
-        """
-        :param workers: worker processes (default: usable cores // threads_per_worker, at least 1;
-            usable cores follow the CPU affinity and a cgroup CPU quota).
-        :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
-        :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
-            :class:`asp.tinychess.PlayConfig` has; see :func:`asp.worker.play_cfg`).
-        :param shard_games: games per shard (default: :func:`default_shard_games`).
-        :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
-            which a worker counts as stalled and is killed; None disables it.
-        :param retries: attempts per shard after the first when it raises, stalls or its
-            worker dies (0 to 100).
-        :param cancel_grace: seconds a cancelled shard has to stop by itself before its
-            worker is killed.
-        :param start_timeout: seconds a worker may take to start (and to begin a shard it was sent).
-        :param summarise: turns all records of a call into stats (default: the cfg's own
-            ``summarise(records)`` method when it has one, else ``{"games": n}``); the shards'
-            numeric stats it lacks are added, summed over shards.
-        :param backend: ``"local"`` (spawn processes on this machine) or ``"ray"`` (Ray actors;
-            needs the extra ``asp[ray]``).
-        :param address: Ray only: None starts a private Ray instance on this machine, ``"auto"``
-            joins the cluster this machine belongs to (``ray start``), ``"ray://host:10001"``
-            connects a Ray client.
-        """
         check_int("SelfPlay.threads_per_worker", threads_per_worker, 1, 256)
         if workers is None:
             workers = max(1, available_cores() // threads_per_worker)
