@@ -125,6 +125,8 @@ def main() -> None:
     )
     parser.add_argument("--extra", default="", help="more asp train options for every variant, as one string")
     args = parser.parse_args()
+    if args.keep is not None and Path(args.keep).exists() and any(Path(args.keep).iterdir()):
+        parser.error(f"--keep {args.keep}: not empty (each run's directory is copied there)")
     _, plies, seconds = time_random_playouts(3.0, 200, 0)
     rate = plies / seconds
     print(f"python-chess random playouts: {rate:,.0f} plies/s on one core of {cpu_model()}", flush=True)
