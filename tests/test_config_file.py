@@ -23,6 +23,7 @@ OPTION_SETS = [
     ("--device", "cpu", "--eval-precision", "0", "--max-staleness", "3", "--eval-search", "16"),
     ("--game", "connect4", "--iterations", "3", "--eval-every", "2"),
     ("--game", "asp.tinychess.game:TinyChessGame", "--device", "cpu"),
+    ("--game", "asp.tinychess.game:TinyChessGame", "--eval-vs", "stockfish", "--eval-nodes", "20"),
     ("--game", "examples.tictactoe:TicTacToe", "--search", "4"),
 ]
 

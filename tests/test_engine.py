@@ -25,7 +25,7 @@ import chess
 import psutil
 import pytest
 import torch
-from helpers import assert_pgn_extract_accepts, pid_alive, survivors
+from helpers import assert_pgn_extract_accepts, pgn_games, pid_alive, survivors
 from torch import nn
 
 from asp.app.evaluate import match_result_of
@@ -346,3 +346,62 @@ def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
         if owner.stdout is not None:
             owner.stdout.close()
     assert survivors([engine], seconds=10) == []
+
+
+# -- the engine as a mover of TinyChessGame (the game seam) ---------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_through_the_game_seam_a_crashed_engine_ends_its_game_unscored_and_the_match_goes_on(
+    tmp_path: Path, logs: list[dict[str, Any]], pgn_extract: str
+) -> None:
+    from asp import games
+    from asp.app.run_kinds import write_records
+    from asp.tinychess.game import TinyChessGame
+
+    game = TinyChessGame()
+    opponent = EngineOpponent(EngineConfig(path=fake_engine(tmp_path, fail_at=3, how="exit"), move_timeout=1.0))
+    cfg = games.PlayConfig(game, n_games=4, max_plies=4, batch_size=1, openings=game.openings(), samples=False)
+    try:
+        records, stats = games.play_games(game.network(), opponent, cfg)
+    finally:
+        opponent.close()
+    # As in TinyChess's own loop: each engine plays one game (two moves) and crashes at the
+    # first move of the next.
+    assert [r.termination for r in records] == ["max_plies", "engine_failure"] * 2
+    assert [r.model_score() is None for r in records] == [False, True] * 2
+    assert stats["results"]["*"] == 2 and stats["games"] == 4
+    moved = [e for e in logs if e["event"] == "mover_failed"]
+    assert [e["game_id"] for e in moved] == [1, 3]
+    assert all(e["mover"] == opponent.opponent_name and "EngineTerminatedError" in e["error"] for e in moved)
+    result = match_result_of(records)
+    assert (result.engine_failures, result.games) == (2, 2)
+    assert engines_running(opponent.cfg.path or "") == []
+    write_records([r.plain() for r in records], tmp_path / "games.jsonl", game="asp.tinychess.game:TinyChessGame")
+    assert [g.headers["Result"] for g in pgn_games(tmp_path / "games.pgn")][1::2] == ["*", "*"]
+    assert_pgn_extract_accepts(tmp_path / "games.pgn", games=4, pgn_extract=pgn_extract)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("stockfish")
+def test_stockfish_plays_tinychess_through_the_game_seam_from_the_openings() -> None:
+    from asp import games
+    from asp.app.game_config import match_starts
+    from asp.tinychess.game import TinyChessGame
+
+    game = TinyChessGame()
+    opponent = EngineOpponent(EngineConfig(nodes=50))
+    assert isinstance(opponent, games.Mover)
+    starts = match_starts(game, between_networks=False)  # each opening with both colours
+    cfg = games.PlayConfig(game, n_games=4, max_plies=20, samples=False, **starts)
+    try:
+        records, stats = games.play_games(game.network(), opponent, cfg)
+    finally:
+        opponent.close()
+    assert stats["games"] == 4 and set(stats["terminations"]) <= {"rules", "max_plies"}
+    assert all(r.opponent_name == "stockfish skill 0 nodes 50" for r in records)
+    assert [(r.first, r.start) for r in records][:2] == [
+        ("model", game.openings()[0]),
+        ("opponent", game.openings()[0]),
+    ]
+    assert match_result_of(records).games == 4

@@ -149,7 +149,8 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
         (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
         (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),
         (["train", "--game", "connect4", "--hidden", "8"], "--hidden applies to --game tinychess only"),
-        (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to --game tinychess"),
+        (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to a game of chess"),
+        (["train", "--game", "connect4", "--eval-nodes", "5"], "--eval-nodes applies to a game of chess only"),
         (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000 for --game connect4"),
         (["train", "--game", "connect4", "--games", "0"], "--games: GameRunConfig.games must be an int in 1..1000000"),
         (["play", "--game", "connect4", "--checkpoint", "x"], "--game is for a fresh model"),
@@ -200,3 +201,32 @@ def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps
     assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.05, 0.95)
     other, _ = train_config(_parser().parse_args(["train", "--game", "connect4"]))
     assert (other.games, other.train.heuristic_weight, other.train.outcome_gamma) == (200, 0.0, 1.0)
+
+
+def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_settings() -> None:
+    from asp.app.cli import _parser
+    from asp.app.game_config import GameRunConfig
+    from asp.app.train_command import train_config
+    from asp.tinychess.engine import EngineConfig
+
+    spec = "asp.tinychess.game:TinyChessGame"
+    options = ["train", "--game", spec, "--eval-vs", "stockfish", "--eval-nodes", "10", "--eval-skill", "3"]
+    cfg, _ = train_config(_parser().parse_args(options))
+    assert cfg.eval_engine == EngineConfig(skill=3, nodes=10)
+    assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    plain, _ = train_config(_parser().parse_args(["train", "--game", spec]))
+    assert plain.eval_engine is None and GameRunConfig.from_dict(plain.to_dict()) == plain
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.usefixtures("stockfish")
+def test_a_tinychess_game_run_evaluates_against_stockfish(tmp_path: Path) -> None:
+    options = ("--game", "asp.tinychess.game:TinyChessGame", "--iterations", "1", "--games", "8", "--max-plies", "16",
+               "--eval-games", "4", "--eval-precision", "0", "--eval-vs", "stockfish", "--eval-nodes", "1",
+               "--workers", "2", "--no-progress", "--run-dir", str(tmp_path / "run"))  # fmt: skip
+    ok(asp("train", *options, cwd=tmp_path))
+    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert line["eval_sf/engine"] == "stockfish skill 0 nodes 1" and "eval_sf/error" not in line
+    assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4 and line["eval_sf/engine_failures"] == 0
+    assert [p.suffix for p in sorted((tmp_path / "run" / "games").iterdir())] == [".jsonl", ".pgn"]

@@ -5,6 +5,8 @@ in worker processes."""
 from __future__ import annotations
 
 import dataclasses
+import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ import torch
 from asp import SelfPlay
 from asp.connect4 import ConnectFour, WinBlockMover, rules
 from asp.errors import ConfigError
-from asp.games import MODEL, OPPONENT, PlayConfig, RandomMover, Record, play_games
+from asp.games import MODEL, OPPONENT, MoveFailed, PlayConfig, RandomMover, Record, play_games
 from asp.search import SearchConfig
 
 GAME = ConnectFour()
@@ -98,6 +100,42 @@ def test_against_an_opponent_the_model_moves_first_in_even_games_and_is_scored()
         replay(record)
     assert stats["score"] == pytest.approx(np.mean([r.model_score() for r in records]))
     assert stats["score"] > 0.8  # a search that sees immediate wins beats a random mover
+
+
+class _FailsAtThirdStone(RandomMover):
+    """A random mover that cannot move once three stones are down (as an engine that crashed):
+    in the games the model begins (even ids), it fails at its second move."""
+
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        if len(game.state_text(state)) == 3:
+            raise MoveFailed("lost its way")
+        return super().choose(game, state, rng)
+
+
+def test_a_game_its_mover_fails_in_ends_there_unscored_and_the_others_go_on(logs: list[dict[str, Any]]) -> None:
+    from asp.app.evaluate import match_result_of
+
+    cfg = PlayConfig(GAME, n_games=6, samples=False)
+    records, stats = play_games(fresh_net(), _FailsAtThirdStone(), cfg)
+    assert [r.termination == "mover_failure" for r in records] == [True, False] * 3
+    for record in records[::2]:
+        assert len(record.actions) == 3 and record.model_score() is None and record.failed
+    assert all(r.termination == "rules" and r.model_score() is not None for r in records[1::2])
+    assert stats["results"]["*"] == 3 and sum(stats["results"].values()) == 6
+    assert [(e["game_id"], e["ply"], e["error"]) for e in logs if e["event"] == "mover_failed"] == [
+        (0, 3, "lost its way"), (2, 3, "lost its way"), (4, 3, "lost its way")
+    ]  # fmt: skip
+    result = match_result_of(records)
+    assert (result.engine_failures, result.games) == (3, 3)
+
+
+def test_a_mover_that_raises_anything_else_fails_the_call() -> None:
+    class Broken(RandomMover):
+        def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+            raise RuntimeError("no rules")
+
+    with pytest.raises(RuntimeError, match="no rules"):
+        play_games(fresh_net(), Broken(), PlayConfig(GAME, n_games=2, samples=False))
 
 
 def test_the_win_block_mover_wins_and_blocks_at_once() -> None:

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import chess
 import numpy as np
 import pytest
 import torch
+from helpers import assert_pgn_extract_accepts, pgn_games
 
-from asp.games import MODEL, OPPONENT, PlayConfig, TrainConfig, Trainer, play_games
+from asp.games import MODEL, OPPONENT, PlayConfig, Record, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
 from asp.tinychess import play as chess_play
 from asp.tinychess.features import encode_boards
 from asp.tinychess.game import ChessState, GreedyChessMover, TinyChessGame, material_lead
+from asp.tinychess.moves import move_index
 
 GAME = TinyChessGame()
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
@@ -170,3 +173,36 @@ def test_a_game_run_plays_the_greedy_mover_and_its_past_versions_from_the_openin
         assert [(r.start, r.first) for r in records] == [
             (OPENINGS[0], MODEL), (OPENINGS[0], OPPONENT), (OPENINGS[1], MODEL), (OPENINGS[1], OPPONENT)
         ]  # fmt: skip
+
+
+def test_a_game_run_writes_its_games_as_pgn_beside_the_json_lines(tmp_path: Path, pgn_extract: str) -> None:
+    from asp.app.run_kinds import write_records
+
+    start = GAME.start()
+    mated = Record(7, GAME.state_text(start), [], 0.0, "rules", MODEL, OPPONENT, 2, opponent_name="greedy")
+    state = start
+    for uci in "f2f3 e7e5 g2g4 d8h4".split():
+        mated.actions.append(GAME.parse_action(state, uci))
+        state = GAME.apply(state, mated.actions[-1])
+    self_play, _ = play_games(fresh_net(), None, PlayConfig(GAME, n_games=2, max_plies=30, seed=1))
+    records = [mated, *self_play]
+    seam = "asp.tinychess.game:TinyChessGame"
+    path = write_records([r.plain() for r in records], tmp_path / "iter-0001.jsonl", game=seam)
+    assert path.read_text().count("\n") == 3
+    games = pgn_games(tmp_path / "iter-0001.pgn")
+    assert [g.headers["GameId"] for g in games] == ["7", "0", "1"]
+    assert [g.headers["Event"] for g in games] == ["asp match", "asp self-play", "asp self-play"]
+    first = games[0].headers
+    assert (first["White"], first["Black"], first["Result"]) == ("asp model v2", "greedy", "0-1")
+    assert (first["AspTermination"], first["Termination"]) == ("checkmate", "normal")
+    for game, record in zip(games, records, strict=True):
+        board = chess.Board(record.start)
+        ucis = [m.uci() for m in game.mainline_moves()]
+        assert len(ucis) == len(record.actions)
+        for uci, action in zip(ucis, record.actions, strict=True):
+            assert move_index(chess.Move.from_uci(uci), board.turn) == action
+            board.push_uci(uci)
+    assert_pgn_extract_accepts(tmp_path / "iter-0001.pgn", games=3, pgn_extract=pgn_extract)
+    # Records asked for in a file of the PGN's suffix stay records.
+    named = write_records([r.plain() for r in records], tmp_path / "games.pgn", game=seam)
+    assert named.read_text().startswith("{") and [p.name for p in tmp_path.glob("games*")] == ["games.pgn"]

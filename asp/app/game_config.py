@@ -23,6 +23,7 @@ from asp.games import PlayConfig, TrainConfig
 from asp.games.protocol import openings
 from asp.pipeline import MAX_STALENESS
 from asp.search import SearchConfig
+from asp.tinychess.engine import EngineConfig
 
 __all__ = [
     "GAME_DEFAULTS",
@@ -98,6 +99,10 @@ class GameRunConfig:
     at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.matches`)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The trainer."""
+    eval_engine: EngineConfig | None = None
+    """A UCI engine (Stockfish) that the evaluations also play (``eval_sf/...``), from the
+    game's openings; a game of chess only (:class:`~asp.tinychess.game.TinyChessGame`). Its
+    path is not part of the run (``asp train --engine``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.game, str) or not self.game:
@@ -120,6 +125,8 @@ class GameRunConfig:
         check_bool("GameRunConfig.overlap", self.overlap)
         if not isinstance(self.train, TrainConfig):
             raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")
+        if self.eval_engine is not None and not isinstance(self.eval_engine, EngineConfig):
+            raise ConfigError(f"GameRunConfig.eval_engine must be an EngineConfig or None, got {self.eval_engine!r}")
 
     def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
         """The model's search: sampling with ``search`` simulations in self-play; the best
@@ -185,7 +192,10 @@ class GameRunConfig:
         data = fields_of("GameRunConfig", cls, data)
         data.setdefault("eval_precision", 0.0)  # a run stored before it played every evaluation game
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
-        return cls(train=train, **data)
+        engine = data.pop("eval_engine", None)
+        if engine is not None:
+            engine = EngineConfig(**fields_of("GameRunConfig.eval_engine", EngineConfig, engine))
+        return cls(train=train, eval_engine=engine, **data)
 
 
 GAME_DEFAULTS: dict[str, dict[str, Any]] = {

@@ -22,15 +22,20 @@ import structlog
 import torch
 
 from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_movers
+from asp.app.evaluate import match_result_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
 from asp.app.matches import matches_metrics, play_matches
 from asp.app.pgn import write_pgn
 from asp.app.run_config import RunConfig
 from asp.atomic import write_text_atomic
+from asp.errors import ConfigError, ShardFailed
+from asp.games import Record
 from asp.games import Trainer as GameTrainer
+from asp.games.protocol import exported
 from asp.selfplay import SelfPlay
-from asp.tinychess.engine import EngineNotFound, EngineOpponent
+from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
+from asp.tinychess.game import TinyChessGame
 from asp.tinychess.model import TinyChess
 from asp.tinychess.train import Trainer
 
@@ -82,7 +87,7 @@ class RunKind(Protocol):
 def run_kind(cfg: RunConfig | GameRunConfig, *, engine_path: str | None = None) -> RunKind:
     """The :class:`RunKind` of the run ``cfg``."""
     if isinstance(cfg, GameRunConfig):
-        return GameRun(cfg)
+        return GameRun(cfg, engine_path=engine_path)
     return ChessRun(cfg, engine_path=engine_path)
 
 
@@ -128,14 +133,24 @@ class GameRun:
     """Any :class:`~asp.games.Game`: its default network, :class:`asp.games.Trainer`, one
     evaluation against each of the game's movers (``eval/...`` for the random mover, from the
     start position; ``eval_<name>/...`` for the others, from the game's openings where it has
-    them), games as JSON lines."""
+    them) and, for chess, an engine when the run asks and it is found (``eval_sf/...``); games
+    as JSON lines (and in the game's own format where it has one)."""
 
     games_suffix = ".jsonl"
-    note: str | None = None
 
-    def __init__(self, cfg: GameRunConfig) -> None:
+    def __init__(self, cfg: GameRunConfig, *, engine_path: str | None = None) -> None:
         self.cfg = cfg
         self.game = load_game(cfg.game)
+        self.engine: EngineOpponent | None = None
+        self.note: str | None = None
+        if cfg.eval_engine is not None:
+            if not isinstance(self.game, TinyChessGame):
+                raise ConfigError(f"GameRunConfig.eval_engine: an engine plays chess, not {cfg.game}")
+            try:  # finds the executable only: each worker starts its own engine when it first plays
+                self.engine = EngineOpponent(dataclasses.replace(cfg.eval_engine, path=engine_path))
+            except EngineNotFound as e:
+                self.note = f"no evaluation against {cfg.eval_engine.describe()}: {e}"
+                log.warning("engine_eval_skipped", reason=str(e))
 
     def new_model(self) -> torch.nn.Module:
         model: torch.nn.Module = self.game.network()
@@ -159,7 +174,27 @@ class GameRun:
             if name != "random":
                 matches[f"eval_{name}"] = (mover, self.cfg.mover_match_cfg(self.game, version))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
-        return matches_metrics(played)
+        line = matches_metrics(played)
+        if self.engine is not None:
+            line.update(await self._engine_match(selfplay, model, version, self.engine))
+        return line
+
+    async def _engine_match(
+        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, engine: EngineOpponent
+    ) -> dict[str, Any]:
+        """The match against the engine: ``eval_sf/...``. An engine that keeps failing, or a
+        match with no game finished, is logged and reported as ``eval_sf/error``: it never
+        stops training."""
+        cfg = self.cfg.mover_match_cfg(self.game, version)
+        try:
+            played = await play_matches(
+                selfplay, model, {"eval_sf": (engine, cfg)}, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY
+            )
+            failures = match_result_of(played["eval_sf"].records).engine_failures
+        except (ShardFailed, EngineFailed, ConfigError) as e:
+            log.warning("engine_eval_failed", engine=engine.opponent_name, error=repr(e))
+            return {"eval_sf/error": repr(e)[:300]}
+        return {"eval_sf/engine": engine.opponent_name, **matches_metrics(played), "eval_sf/engine_failures": failures}
 
     def games_writer(self) -> Any:
         return functools.partial(write_records, game=self.cfg.game)
@@ -167,7 +202,13 @@ class GameRun:
 
 def write_records(records: Iterable[dict[str, Any]], path: str | os.PathLike[str], *, game: str) -> Path:
     """Write plain records (:meth:`asp.games.Record.plain`) of ``game`` (its name or
-    ``MODULE:ATTR``, which ``asp show`` loads) to ``path`` as JSON lines, atomically."""
+    ``MODULE:ATTR``, which ``asp show`` loads) to ``path`` as JSON lines, atomically; and,
+    where the game has a file format of its own (:func:`asp.games.protocol.exported`), the
+    same games in it beside them (TinyChess: ``iter-0001.pgn`` beside ``iter-0001.jsonl``)."""
     target = Path(path)
-    write_text_atomic(target, "".join(json.dumps({"game": game, **record}) + "\n" for record in records))
+    plain = list(records)
+    write_text_atomic(target, "".join(json.dumps({"game": game, **record}) + "\n" for record in plain))
+    export = exported(load_game(game), [Record(**record) for record in plain])
+    if export is not None and target.with_suffix(export[0]) != target:  # the records are not overwritten
+        write_text_atomic(target.with_suffix(export[0]), export[1])
     return target

@@ -65,9 +65,9 @@ def engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
     return EngineConfig(**fields)
 
 
-_CHESS_OPTIONS = ("eval_skill", "eval_nodes", "engine", "hidden")
-"""``asp train``'s options that only a TinyChess run has (besides ``--eval-vs stockfish`` and
-``--policy-only``)."""
+_ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "engine")
+"""``asp train``'s options of an engine opponent, for a game of chess only (besides
+``--eval-vs stockfish``)."""
 
 
 def train_config(args: argparse.Namespace) -> Any:
@@ -150,15 +150,19 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
     """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
     from asp.app.game_config import defaults_for
     from asp.app.games import load_game
+    from asp.tinychess.game import TinyChessGame
 
-    chess = [o for o in _CHESS_OPTIONS if getattr(args, o) is not None]
-    chess += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
+    loaded = load_game(game)  # a game that cannot be loaded is the user's mistake: said before anything else
+    engine = [o for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
+    engine += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
+    if engine and not isinstance(loaded, TinyChessGame):
+        raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game of chess only, not --game {game}")
+    chess = ["hidden"] if args.hidden is not None else []
     chess += ["policy_only"] if args.policy_only else []
     if chess:
         raise ConfigError(f"--{chess[0].replace('_', '-')} applies to --game tinychess only, not --game {game}")
     if args.search == 0:
         raise ConfigError(f"--search must be in 1..10000 for --game {game}: it trains on the search's improved policy")
-    load_game(game)  # a game that cannot be loaded is the user's mistake: said before anything else
     base = _with_file(defaults_for(game), settings, args.config)
     changes: dict[str, Any] = {"game": game}
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
@@ -166,6 +170,8 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
         _take_option(args, option, base, changes)
     if args.sequential:
         changes["overlap"] = False
+    if (engine_cfg := _train_engine_config(args)) is not None:
+        changes["eval_engine"] = engine_cfg
     if args.device is not None:
         changes["train"] = _named_option("device", lambda: dataclasses.replace(base.train, device=args.device))
     return dataclasses.replace(base, **changes), changes

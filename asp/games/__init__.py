@@ -8,7 +8,7 @@ or the orchestrator: :class:`asp.SelfPlay` plays a :class:`PlayConfig` like any 
 
 from asp.games.movers import RandomMover
 from asp.games.play import PlayConfig, play_games
-from asp.games.protocol import Game, Mover, Symmetry
+from asp.games.protocol import Game, MoveFailed, Mover, Symmetry
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.games.train import TrainConfig, Trainer
 
@@ -16,6 +16,7 @@ __all__ = [
     "MODEL",
     "OPPONENT",
     "Game",
+    "MoveFailed",
     "Mover",
     "PlayConfig",
     "RandomMover",

@@ -32,18 +32,21 @@ from dataclasses import dataclass
 from typing import Any, Generic
 
 import numpy as np
+import structlog
 import torch
 from torch import nn
 
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.network_search import NetworkSearch
-from asp.games.protocol import Game, Mover, State, adjudicated, heuristic, packed, search_root, unpacked
+from asp.games.protocol import Game, MoveFailed, Mover, State, adjudicated, heuristic, packed, search_root, unpacked
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, Searches
 
 __all__ = ["PlayConfig", "play_games"]
+
+log = structlog.get_logger("asp.games.play")
 
 _BIG = 2**63 - 1
 
@@ -139,8 +142,8 @@ class PlayConfig:
 class _Game(Generic[State]):
     """A game in flight: its position, its moves, its random stream and its samples."""
 
-    __slots__ = ("actions", "counts", "features", "game_id", "guesses", "legal", "model_first", "movers", "moves",
-                 "plies", "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
+    __slots__ = ("actions", "counts", "failure", "features", "game_id", "guesses", "legal", "model_first", "movers",
+                 "moves", "plies", "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         game = cfg.game
@@ -160,6 +163,7 @@ class _Game(Generic[State]):
         self.actions: list[int] = []
         self.moves: list[str] = []  # the actions in the game's notation
         self.searching = False  # its mover is searching: its move comes from the searches
+        self.failure: MoveFailed | None = None  # a mover could not move: the game ends unscored
         # The model's plies as training samples (cfg.samples)
         self.plies: list[int] = []
         self.movers: list[int] = []
@@ -203,7 +207,9 @@ class _Game(Generic[State]):
         game = cfg.game
         value = game.status(self.state).value
         termination = "rules"
-        if value is None:
+        if self.failure is not None:
+            value, termination = 0.0, self.failure.termination
+        elif value is None:
             value, termination = adjudicated(game, self.state), "max_plies"
         first = value if game.to_move(self.state) == 0 else -value
         result = (1.0 + first) / 2.0
@@ -299,7 +305,14 @@ class _Step(Generic[State]):
         game = self.cfg.game
         if side.mover is not None:
             for g in games:
-                g.push(game, side.mover.choose(game, g.state, g.rng), None, side.is_model)
+                try:
+                    action = side.mover.choose(game, g.state, g.rng)
+                except MoveFailed as e:
+                    g.failure = e
+                    log.warning("mover_failed", game_id=g.game_id, mover=side.mover.opponent_name, ply=len(g.actions),
+                                termination=e.termination, error=e.reason)  # fmt: skip
+                    continue
+                g.push(game, action, None, side.is_model)
         elif side.search is not None:
             if side.is_model not in self.searches:
                 search = NetworkSearch(game, side.net)
@@ -410,4 +423,4 @@ def _play(cfg: PlayConfig, stepper: _Step[Any], next_game: Any, records: list[Re
 
 
 def _finished(game: Game[Any], g: _Game[Any], cfg: PlayConfig) -> bool:
-    return len(g.actions) >= cfg.max_plies or game.status(g.state).value is not None
+    return g.failure is not None or len(g.actions) >= cfg.max_plies or game.status(g.state).value is not None

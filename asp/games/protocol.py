@@ -39,6 +39,9 @@ Rules of the protocol, which asp relies on:
     between players that play to win start from, each played with both colours (TinyChess:
     ten main lines of common openings); without them, a match against a mover starts from
     :meth:`Game.start`, and one between two networks with two random plies (:func:`openings`).
+  - ``records_text(records) -> str`` and ``records_suffix`` (``".pgn"``), a pair: the games
+    (:class:`~asp.games.Record`) in the game's own file format (TinyChess: PGN), which a
+    run writes beside its JSON lines of records (:func:`exported`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
@@ -64,14 +67,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from asp.games.records import Record
 from asp.search import Status
 
 __all__ = [
     "Game",
+    "MoveFailed",
     "Mover",
     "State",
     "Symmetry",
     "adjudicated",
+    "exported",
     "heuristic",
     "openings",
     "packed",
@@ -101,6 +107,19 @@ class Symmetry:
     """The image of every action."""
 
 
+class MoveFailed(Exception):
+    """Raised by :meth:`Mover.choose` when it cannot move in this game (an engine that died or
+    answered nonsense): the game ends there, unscored, with the termination ``termination``
+    (:attr:`asp.games.Record.termination`; ``mover_failure`` unless the mover says), and the
+    other games go on. A mover that can play no game at all raises anything else: the call fails.
+    """
+
+    def __init__(self, reason: str, *, termination: str = "mover_failure") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.termination = termination
+
+
 @runtime_checkable
 class Mover(Protocol):
     """A player that chooses its moves from the rules alone (a uniformly random mover, a
@@ -108,7 +127,9 @@ class Mover(Protocol):
 
     asp passes opponents to the worker processes as networks: a mover is an
     :class:`torch.nn.Module` without weights whose ``cfg`` is None, so that it is rebuilt as
-    ``type(mover)()``.
+    ``type(mover)()``, or whose ``cfg`` holds its settings, rebuilt as ``type(mover)(cfg)``
+    (TinyChess's engine opponent). A mover that cannot move in one game raises
+    :class:`MoveFailed`: that game ends unscored.
     """
 
     opponent_name: str
@@ -239,3 +260,11 @@ def unpacked(game: Game[State], rows: np.ndarray) -> torch.Tensor:
     """The encoding of :func:`packed`'s ``rows``."""
     unpack = getattr(game, "unpack", None)
     return unpack(rows) if unpack is not None else torch.from_numpy(np.asarray(rows))
+
+
+def exported(game: Game[Any], records: Sequence[Record]) -> tuple[str, str] | None:
+    """``(game.records_suffix, game.records_text(records))`` where the game has its own file
+    format for its games (TinyChess: ``.pgn``), else None."""
+    text = getattr(game, "records_text", None)
+    suffix = getattr(game, "records_suffix", None)
+    return None if text is None or suffix is None else (str(suffix), str(text(records)))

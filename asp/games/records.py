@@ -70,7 +70,9 @@ class Record:
     """Points of the game's first player (the one :meth:`Game.to_move` calls 0): 1 won, 0.5
     drawn, 0 lost; a game cut at ``max_plies`` is drawn."""
     termination: str
-    """Why it ended: ``rules`` (the game's own end), ``max_plies`` (cut at the cap, drawn)."""
+    """Why it ended: ``rules`` (the game's own end), ``max_plies`` (cut at the cap, drawn), or
+    a mover's failure (:class:`~asp.games.MoveFailed`: ``mover_failure``, ``engine_failure``;
+    result 0.5, unscored)."""
     first: str
     """Who was the game's first player: :data:`MODEL` or :data:`OPPONENT`."""
     second: str
@@ -86,9 +88,15 @@ class Record:
     samples: Samples | None = None
     """The model's plies as training samples (self-play's default), or None."""
 
+    @property
+    def failed(self) -> bool:
+        """Whether a mover failed in it (:class:`~asp.games.MoveFailed`): no result, unscored."""
+        return self.termination not in ("rules", "max_plies")
+
     def model_score(self) -> float | None:
-        """The model's points (1, 0.5, 0) in a game against an opponent; None in self-play."""
-        if self.first == self.second:
+        """The model's points (1, 0.5, 0) in a game against an opponent; None in self-play and
+        in a game a mover failed in."""
+        if self.first == self.second or self.failed:
             return None
         return self.result if self.first == MODEL else 1.0 - self.result
 
@@ -116,7 +124,7 @@ def summarise(records: Sequence[Record]) -> dict[str, Any]:
         "length_min": min(lengths, default=0),
         "length_mean": sum(lengths) / len(lengths) if lengths else 0.0,
         "length_max": max(lengths, default=0),
-        "results": dict(Counter(words.get(r.result, str(r.result)) for r in records)),
+        "results": dict(Counter("*" if r.failed else words.get(r.result, str(r.result)) for r in records)),
         "terminations": dict(Counter(r.termination for r in records)),
         "score": sum(scores) / len(scores) if scores else None,
     }

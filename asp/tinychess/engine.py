@@ -37,13 +37,14 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import random
 import re
 import shutil
 import threading
 import weakref
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import chess
 import chess.engine
@@ -53,6 +54,8 @@ from torch import nn
 
 from asp.checks import SECONDS, check_int, check_number
 from asp.errors import ConfigError, NotRetried
+from asp.games.protocol import MoveFailed
+from asp.tinychess.moves import move_index
 
 __all__ = [
     "ENGINE_DIRS",
@@ -272,6 +275,8 @@ class EngineOpponent(nn.Module):
         """Who it is, in the records' ``opponent_name`` and PGN's ``Opponent`` tag."""
         self.failures = 0
         """Engine failures of this instance so far (in this process)."""
+        self.last_failure = ""
+        """What the last failure was, in words ("" before any)."""
         self._in_a_row = 0
         self._limit = self.cfg.limit()
         self._move_timeout = self.cfg.move_timeout + (self.cfg.time or 0.0)
@@ -286,7 +291,21 @@ class EngineOpponent(nn.Module):
         engine = self._engine[0]
         return engine.pid if engine is not None else None
 
-    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        """The engine's move at ``state``, a :class:`~asp.tinychess.game.ChessState`, as the
+        game's action: the engine as a :class:`asp.games.Mover` of
+        :class:`~asp.tinychess.game.TinyChessGame` (``rng`` is not used).
+
+        :raises MoveFailed: the engine failed (termination ``engine_failure``): the game ends unscored.
+        :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
+        """
+        board = state.board
+        move = self.play_board(board, game_id=None)
+        if move is None:
+            raise MoveFailed(f"{self.opponent_name}: {self.last_failure}", termination="engine_failure")
+        return move_index(move, board.turn)
+
+    def play_board(self, board: chess.Board, *, game_id: int | None) -> chess.Move | None:
         """The engine's move on ``board`` (a legal move), or None if the engine failed.
 
         :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
@@ -309,7 +328,7 @@ class EngineOpponent(nn.Module):
         self._in_a_row = 0
         return move
 
-    def _fail(self, game_id: int, error: Exception, *, starting: bool) -> None:
+    def _fail(self, game_id: int | None, error: Exception, *, starting: bool) -> None:
         self.failures += 1
         self._in_a_row += 1
         _close_engine(self._engine, self._start_timeout, polite=False)  # a broken engine is killed, not asked
@@ -319,6 +338,7 @@ class EngineOpponent(nn.Module):
             reason = f"no answer within {self._move_timeout:g} s"
         else:
             reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
+        self.last_failure = reason
         log.warning("engine_failure", game_id=game_id, error=reason, engine=self.opponent_name,
                     in_a_row=self._in_a_row)  # fmt: skip
         if self._in_a_row >= self.cfg.max_failures:

@@ -39,6 +39,7 @@ from torch import nn
 from asp.checks import check_int
 from asp.games.movers import RandomMover
 from asp.games.protocol import Mover, Symmetry
+from asp.games.records import Record
 from asp.search import Status
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one, mating_moves
@@ -46,6 +47,7 @@ from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS
 from asp.tinychess.opponents import material_gain
+from asp.tinychess.records import GameRecord, to_pgn
 
 __all__ = ["ChessState", "GreedyChessMover", "TinyChessGame", "material_lead"]
 
@@ -216,6 +218,24 @@ class TinyChessGame:
     def movers(self) -> Mapping[str, Mover]:
         return {"random": RandomMover(), "greedy": GreedyChessMover()}
 
+    records_suffix = ".pgn"
+
+    def records_text(self, records: Sequence[Record]) -> str:
+        """The games as PGN (:func:`~asp.tinychess.records.to_pgn`), White the game's first
+        player; a game that ended by the rules names how (``checkmate``, ``stalemate``...).
+
+        >>> game = TinyChessGame()
+        >>> start = game.start()
+        >>> moves = [game.parse_action(start, "e2e4")]
+        >>> print(game.records_text([Record(0, game.state_text(start), moves, 0.5, "max_plies", "model", "model", 3)]))
+        ... # doctest: +ELLIPSIS
+        [Event "asp self-play"]
+        ...
+        1. e4 1/2-1/2
+        <BLANKLINE>
+        """
+        return "\n".join(to_pgn(_game_record(record), event=_event(record)) for record in records)
+
     def openings(self) -> tuple[str, ...]:
         """The bundled openings (:data:`~asp.tinychess.openings.OPENINGS`): matches between
         players that play to win start from them."""
@@ -229,6 +249,33 @@ class TinyChessGame:
 
     def __repr__(self) -> str:
         return f"TinyChessGame(adjudication_margin={self.adjudication_margin})"
+
+
+_RESULTS = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}
+
+
+def _event(record: Record) -> str:
+    return "asp self-play" if record.first == record.second else "asp match"
+
+
+def _game_record(record: Record) -> GameRecord:
+    """``record`` as TinyChess's own record (its PGN's source): the moves replayed for the
+    rules' termination."""
+    board = chess.Board(record.start)
+    moves = []
+    for action in record.actions:
+        legal, indices = legal_move_indices(board)
+        move = legal[indices.index(action)]
+        moves.append(move.uci())
+        board.push(move)
+    termination = record.termination
+    outcome = board.outcome() if termination == "rules" else None
+    if outcome is not None:
+        termination = outcome.termination.name.lower()
+    result = "*" if record.failed else _RESULTS[record.result]
+    return GameRecord(record.game_id, moves, result, termination, record.start, record.first,
+                      record.second, record.model_version, opponent_version=record.opponent_version,
+                      opponent_name=record.opponent_name)  # fmt: skip
 
 
 def _move(state: ChessState, action: int) -> chess.Move:
