@@ -259,17 +259,23 @@ def _event(record: Record) -> str:
 
 
 def _game_record(record: Record) -> GameRecord:
-    """``record`` as TinyChess's own record (its PGN's source): the moves replayed for the
-    rules' termination."""
-    board = chess.Board(record.start)
-    moves = []
-    for action in record.actions:
-        legal, indices = legal_move_indices(board)
-        move = legal[indices.index(action)]
-        moves.append(move.uci())
-        board.push(move)
+    """``record`` as TinyChess's own record (its PGN's source): a game that ended by the
+    rules replayed for how."""
+    moves = record.moves  # UCI, as the play loop wrote them (action_text)
+    if len(moves) != len(record.actions):  # a record made otherwise: its moves from its actions
+        board, moves = chess.Board(record.start), []
+        for action in record.actions:
+            legal, indices = legal_move_indices(board)
+            move = legal[indices.index(action)]
+            moves.append(move.uci())
+            board.push(move)
     termination = record.termination
-    outcome = board.outcome() if termination == "rules" else None
+    outcome = None
+    if termination == "rules":
+        board = chess.Board(record.start)
+        for uci in moves:
+            board.push(chess.Move.from_uci(uci))
+        outcome = board.outcome()
     if outcome is not None:
         termination = outcome.termination.name.lower()
     result = "*" if record.failed else _RESULTS[record.result]
