@@ -34,7 +34,7 @@ from asp.games import Record
 from asp.games import Trainer as GameTrainer
 from asp.games.protocol import exported
 from asp.selfplay import SelfPlay
-from asp.tinychess.engine import EngineFailed, EngineNotFound, EngineOpponent
+from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.game import TinyChessGame
 from asp.tinychess.model import TinyChess
 from asp.tinychess.train import Trainer
@@ -91,6 +91,19 @@ def run_kind(cfg: RunConfig | GameRunConfig, *, engine_path: str | None = None) 
     return ChessRun(cfg, engine_path=engine_path)
 
 
+def _engine_of(wanted: EngineConfig | None, engine_path: str | None) -> tuple[EngineOpponent | None, str | None]:
+    """The engine a run's evaluations play (``wanted``, at ``engine_path``; None: where asp
+    looks) and None; or, when the run wants none, None and None; or, when it is not found,
+    None and the note that says so (logged: the run goes on without it)."""
+    if wanted is None:
+        return None, None
+    try:  # finds the executable only: each worker starts its own engine when it first plays
+        return EngineOpponent(dataclasses.replace(wanted, path=engine_path)), None
+    except EngineNotFound as e:
+        log.warning("engine_eval_skipped", reason=str(e))
+        return None, f"no evaluation against {wanted.describe()}: {e}"
+
+
 class ChessRun:
     """TinyChess: its network and trainer; evaluations against the random mover, the greedy
     mover and, when the run asks and it is found, an engine; games as PGN."""
@@ -99,14 +112,7 @@ class ChessRun:
 
     def __init__(self, cfg: RunConfig, *, engine_path: str | None = None) -> None:
         self.cfg = cfg
-        self.engine: EngineOpponent | None = None
-        self.note: str | None = None
-        if cfg.eval_engine is not None:
-            try:  # finds the executable only: each worker starts its own engine when it first plays
-                self.engine = EngineOpponent(dataclasses.replace(cfg.eval_engine, path=engine_path))
-            except EngineNotFound as e:
-                self.note = f"no evaluation against {cfg.eval_engine.describe()}: {e}"
-                log.warning("engine_eval_skipped", reason=str(e))
+        self.engine, self.note = _engine_of(cfg.eval_engine, engine_path)
 
     def new_model(self) -> torch.nn.Module:
         return TinyChess(self.cfg.model)
@@ -141,16 +147,9 @@ class GameRun:
     def __init__(self, cfg: GameRunConfig, *, engine_path: str | None = None) -> None:
         self.cfg = cfg
         self.game = load_game(cfg.game)
-        self.engine: EngineOpponent | None = None
-        self.note: str | None = None
-        if cfg.eval_engine is not None:
-            if not isinstance(self.game, TinyChessGame):
-                raise ConfigError(f"GameRunConfig.eval_engine: an engine plays chess, not {cfg.game}")
-            try:  # finds the executable only: each worker starts its own engine when it first plays
-                self.engine = EngineOpponent(dataclasses.replace(cfg.eval_engine, path=engine_path))
-            except EngineNotFound as e:
-                self.note = f"no evaluation against {cfg.eval_engine.describe()}: {e}"
-                log.warning("engine_eval_skipped", reason=str(e))
+        if cfg.eval_engine is not None and not isinstance(self.game, TinyChessGame):
+            raise ConfigError(f"GameRunConfig.eval_engine: an engine plays chess, not {cfg.game}")
+        self.engine, self.note = _engine_of(cfg.eval_engine, engine_path)
 
     def new_model(self) -> torch.nn.Module:
         model: torch.nn.Module = self.game.network()

@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MODEL", "OPPONENT", "Record", "Samples", "summarise"]
+__all__ = ["MODEL", "OPPONENT", "RESULTS", "Record", "Samples", "summarise"]
 
 MODEL = "model"
 """Name of the player that is the model being trained, in :attr:`Record.first`/``second``."""
 OPPONENT = "opponent"
 """Name of the opponent, in :attr:`Record.first`/``second``."""
+RESULTS = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}
+"""A :attr:`Record.result` (the first player's points) in the words of chess and PGN."""
 
 
 @dataclass(eq=False)
@@ -117,14 +119,13 @@ def summarise(records: Sequence[Record]) -> dict[str, Any]:
     """
     lengths = [len(r.actions) for r in records]
     scores = [s for r in records if (s := r.model_score()) is not None]
-    words = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}
     return {
         "games": len(records),
         "plies": sum(lengths),
         "length_min": min(lengths, default=0),
         "length_mean": sum(lengths) / len(lengths) if lengths else 0.0,
         "length_max": max(lengths, default=0),
-        "results": dict(Counter("*" if r.failed else words.get(r.result, str(r.result)) for r in records)),
+        "results": dict(Counter("*" if r.failed else RESULTS.get(r.result, str(r.result)) for r in records)),
         "terminations": dict(Counter(r.termination for r in records)),
         "score": sum(scores) / len(scores) if scores else None,
     }

@@ -39,7 +39,7 @@ from torch import nn
 from asp.checks import check_int
 from asp.games.movers import RandomMover
 from asp.games.protocol import Mover, Symmetry
-from asp.games.records import Record
+from asp.games.records import RESULTS, Record
 from asp.search import Status
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one, mating_moves
@@ -251,9 +251,6 @@ class TinyChessGame:
         return f"TinyChessGame(adjudication_margin={self.adjudication_margin})"
 
 
-_RESULTS = {1.0: "1-0", 0.5: "1/2-1/2", 0.0: "0-1"}
-
-
 def _event(record: Record) -> str:
     return "asp self-play" if record.first == record.second else "asp match"
 
@@ -278,7 +275,7 @@ def _game_record(record: Record) -> GameRecord:
         outcome = board.outcome()
     if outcome is not None:
         termination = outcome.termination.name.lower()
-    result = "*" if record.failed else _RESULTS[record.result]
+    result = "*" if record.failed else RESULTS[record.result]
     return GameRecord(record.game_id, moves, result, termination, record.start, record.first,
                       record.second, record.model_version, opponent_version=record.opponent_version,
                       opponent_name=record.opponent_name)  # fmt: skip
