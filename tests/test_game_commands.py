@@ -12,11 +12,14 @@ import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+import chess
 import pytest
-from helpers import read_scalars
+from helpers import assert_pgn_extract_accepts, pgn_games, read_scalars
 
-from asp.app.checkpoint import GAME_FORMAT, load_checkpoint
+from asp.app.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
 from asp.app.cli import main
+from asp.connect4.model import C4Config
+from asp.tinychess.game import TinyChessGame
 
 RUN_LIMIT = 150  # seconds for one subprocess
 TINY = ("--iterations", "2", "--games", "16", "--eval-games", "4", "--workers", "2", "--no-progress")
@@ -46,7 +49,8 @@ def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], t
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("c4")
-    result = ok(asp("train", "--game", "connect4", *TINY, "--tensorboard", "--run-dir", "run", cwd=where))
+    options = ("--hidden", "32", "--tensorboard", "--run-dir", "run")
+    result = ok(asp("train", "--game", "connect4", *TINY, *options, cwd=where))
     (where / "stderr.txt").write_text(result.stderr)
     return where / "run"
 
@@ -54,7 +58,9 @@ def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     config = json.loads((connect4_run / "config.json").read_text())
-    assert config["game"] == "connect4" and config["iterations"] == 2
+    assert config["game"] == "connect4" and config["iterations"] == 2 and config["network"] == {"hidden": 32}
+    model, _ = model_from_checkpoint(connect4_run)  # rebuilt of the run's shape: 32 wide, not the default 256
+    assert model.cfg == C4Config(hidden=32)
     state = load_checkpoint(connect4_run / "checkpoint.pt")
     assert state["format"] == GAME_FORMAT and state["config"]["game"] == "connect4" and state["next_iteration"] == 2
     lines = (connect4_run / "games" / "iter-0001.jsonl").read_text().splitlines()
@@ -148,7 +154,11 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
         (["train", "--game", "nosuchmodule:Game"], "--game 'nosuchmodule:Game': cannot import nosuchmodule"),
         (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
         (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),
-        (["train", "--game", "connect4", "--hidden", "8"], "--hidden applies to --game tinychess only"),
+        (["train", "--game", "connect4", "--policy-only"], "--policy-only applies to --game tinychess only"),
+        (
+            ["train", "--game", "connect4", "--hidden", "7"],
+            "--hidden: C4Config.hidden must be an int in 8..4096, got 7",
+        ),
         (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to a game of chess"),
         (["train", "--game", "connect4", "--eval-nodes", "5"], "--eval-nodes applies to a game of chess only"),
         (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000 for --game connect4"),
@@ -172,7 +182,10 @@ def test_a_mistake_about_a_game_run_is_one_line(
     run = str(connect4_run)
     cases = [
         (["eval", run, "--vs", "greedy"], "--vs greedy: not an opponent of connect4; its movers: random, winblock"),
-        (["eval", run, "--pgn", str(tmp_path / "x.pgn")], "--pgn applies to TinyChess runs only"),
+        (
+            ["eval", run, "--pgn", str(tmp_path / "x.pgn")],
+            "--pgn applies to a game of chess only, not to a connect4 run",
+        ),
         (["moves", run, "--positions", str(tmp_path / "none.txt")], "--positions: no such file"),
         (["show", str(tmp_path / "none.jsonl")], "no such file"),
     ]
@@ -203,6 +216,30 @@ def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps
     assert (other.games, other.train.heuristic_weight, other.train.outcome_gamma) == (200, 0.0, 1.0)
 
 
+def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_its_other_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from asp.app.cli import _parser
+    from asp.app.game_config import GameRunConfig
+    from asp.app.run_kinds import run_kind
+    from asp.app.train_command import train_config
+
+    for spec, width in (("connect4", 64), ("asp.tinychess.game:TinyChessGame", 32)):
+        cfg, changes = train_config(_parser().parse_args(["train", "--game", spec, "--hidden", str(width)]))
+        assert cfg.network == changes["network"] == {"hidden": width}
+        assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+        assert run_kind(cfg).new_model().cfg.hidden == width
+    file = tmp_path / "run.json"
+    file.write_text(json.dumps({"game": "connect4", "network": {"blocks": 1, "channels": 8}}))
+    cfg, _ = train_config(_parser().parse_args(["train", "--config", str(file), "--hidden", "16"]))
+    assert run_kind(cfg).new_model().cfg == C4Config(hidden=16, blocks=1, channels=8)
+    file.write_text(json.dumps({"game": "connect4", "network": {"width": 16}}))
+    code = main(["train", "--config", str(file), "--run-dir", str(tmp_path / "run")])
+    one_line_error((code, capsys.readouterr().err), f"--config {file}: GameRunConfig.network: connect4's network "
+                   "has no field 'width'; its fields: hidden, blocks, channels")  # fmt: skip
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_settings() -> None:
     from asp.app.cli import _parser
     from asp.app.game_config import GameRunConfig
@@ -220,13 +257,38 @@ def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_setti
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.usefixtures("stockfish")
-def test_a_tinychess_game_run_evaluates_against_stockfish(tmp_path: Path) -> None:
+def test_a_tinychess_game_run_evaluates_against_stockfish_and_its_eval_and_play_write_pgn(
+    tmp_path: Path, stockfish: str, pgn_extract: str
+) -> None:
+    run = tmp_path / "run"
     options = ("--game", "asp.tinychess.game:TinyChessGame", "--iterations", "1", "--games", "8", "--max-plies", "16",
                "--eval-games", "4", "--eval-precision", "0", "--eval-vs", "stockfish", "--eval-nodes", "1",
-               "--workers", "2", "--no-progress", "--run-dir", str(tmp_path / "run"))  # fmt: skip
+               "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", str(run))  # fmt: skip
     ok(asp("train", *options, cwd=tmp_path))
-    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    (line,) = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
     assert line["eval_sf/engine"] == "stockfish skill 0 nodes 1" and "eval_sf/error" not in line
     assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4 and line["eval_sf/engine_failures"] == 0
-    assert [p.suffix for p in sorted((tmp_path / "run" / "games").iterdir())] == [".jsonl", ".pgn"]
+    assert [p.suffix for p in sorted((run / "games").iterdir())] == [".jsonl", ".pgn"]
+    # asp eval of the run: Stockfish in each of two workers, from the openings, the games as PGN
+    pgn = tmp_path / "sf.pgn"
+    eval_options = ("--games", "4", "--search", "2", "--max-plies", "16", "--workers", "2", "--pgn", str(pgn))
+    out = ok(asp("eval", str(run), "--vs", "stockfish", "--nodes", "1", *eval_options, cwd=tmp_path)).stdout
+    assert re.fullmatch(rf"{run} \(version 1\) against stockfish skill 0 nodes 1: score \d\.\d{{3}} \(\+\d+ =\d+ -\d+ "
+                        rf"of 4\), Elo .*; engine failures: 0; wrote {pgn}", out.splitlines()[0]), out  # fmt: skip
+    games = pgn_games(pgn)
+    assert {g.headers["Opponent"] for g in games} == {"stockfish skill 0 nodes 1"}
+    assert [g.board().fen() for g in games] == [line for line in TinyChessGame().openings()[:2] for _ in range(2)]
+    assert_pgn_extract_accepts(pgn, games=4, pgn_extract=pgn_extract)
+    # --from-start, against any UCI engine (Stockfish by its path); and the greedy mover
+    uci = ("--vs", "uci", "--engine", stockfish, "--nodes", "1", "--from-start", *eval_options)
+    ok(asp("eval", str(run), *uci, cwd=tmp_path))
+    assert {g.board().fen() for g in pgn_games(pgn)} == {chess.STARTING_FEN}
+    out = ok(asp("eval", str(run), "--vs", "greedy", "--games", "2", "--search", "2", cwd=tmp_path)).stdout
+    assert "against the greedy mover: score" in out
+    # asp play: PGN where --out asks for it; else JSON lines, the PGN beside them
+    play = ("play", "--checkpoint", str(run), "--games", "2", "--search", "2", "--max-plies", "8", "--out")
+    ok(asp(*play, str(tmp_path / "self.pgn"), cwd=tmp_path))
+    assert [g.headers["Opponent"] for g in pgn_games(tmp_path / "self.pgn")] == ["self", "self"]
+    (tmp_path / "self.pgn").unlink()
+    ok(asp(*play, str(tmp_path / "self.jsonl"), cwd=tmp_path))
+    assert len((tmp_path / "self.jsonl").read_text().splitlines()) == 2 and len(pgn_games(tmp_path / "self.pgn")) == 2

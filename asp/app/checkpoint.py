@@ -261,9 +261,9 @@ def run_config_of(state: dict[str, Any]) -> RunConfig | GameRunConfig:
 
 
 def new_model(cfg: RunConfig | GameRunConfig) -> torch.nn.Module:
-    """A fresh network of the run ``cfg`` (TinyChess's, or its game's default network)."""
+    """A fresh network of the run ``cfg`` (TinyChess's, or its game's network of the run's shape)."""
     if isinstance(cfg, GameRunConfig):
-        network: torch.nn.Module = load_game(cfg.game, option="the run's game").network()
+        network: torch.nn.Module = cfg.new_network(load_game(cfg.game, option="the run's game"))
         return network
     return TinyChess(cfg.model)
 

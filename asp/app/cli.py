@@ -123,7 +123,11 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
         "0: the policy alone (default 64; with --search 0 or --policy-only, 0)",
     )
     train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
-    train.add_argument("--hidden", type=int, help="TinyChess: width of the model (default 256)")
+    train.add_argument(
+        "--hidden",
+        type=int,
+        help="width of the network's trunk (default: the game's; 256 for TinyChess and Connect Four)",
+    )
     _add_file_options(train)
     _add_machine_options(train)
     return train
@@ -235,9 +239,11 @@ def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
         help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games); --vs uci: required",
     )
     ev.add_argument(
-        "--from-start", action="store_true", help="start every game from the initial position, not the bundled openings"
+        "--from-start",
+        action="store_true",
+        help="start every game from the initial position (no openings, no random plies)",
     )
-    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file")
+    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file (a game of chess)")
     ev.add_argument(
         "--ladder",
         action="store_true",
@@ -422,7 +428,7 @@ def _eval(args: argparse.Namespace) -> int:
     model, state = model_from_checkpoint(args.checkpoint)
     run_cfg = run_config_of(state)
     if isinstance(run_cfg, GameRunConfig):
-        return game_eval(args, model, state, run_cfg)
+        return game_eval(args, model, state, run_cfg, engine_cfg)
     opponent, name, described, opponent_state = _chess_opponent(args, engine_cfg)
     opponent_version = 0 if opponent_state is None else opponent_state["version"]
     opponent_search = None if opponent_state is None else how_it_plays(args, opponent_state, sampling=False)[0]

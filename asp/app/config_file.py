@@ -4,7 +4,8 @@ writes it.
 The file is TOML, or JSON where its name ends in ``.json`` (a run's own ``config.json``).
 It holds the fields of the run's config: :class:`~asp.app.run_config.RunConfig` for
 TinyChess, :class:`~asp.app.game_config.GameRunConfig` for any other game, with the trainer
-in a ``[train]`` table (TinyChess's network in ``[model]``, its engine in ``[eval_engine]``).
+in a ``[train]`` table, the engine in ``[eval_engine]``, the network in ``[network]`` (the
+fields of the game's network config; TinyChess's own runs: ``[model]``).
 A key left out keeps the game's default; an option on the command line overrides the file.
 
 >>> data = {"game": "connect4", "iterations": 2, "eval_engine": None, "train": {"lr": 0.001, "device": "auto"}}
@@ -31,7 +32,7 @@ from typing import Any
 
 from asp.errors import ConfigError
 
-__all__ = ["MAX_BYTES", "config_from_text", "config_text", "merged", "read_config_file"]
+__all__ = ["MAX_BYTES", "OPEN_TABLES", "config_from_text", "config_text", "merged", "read_config_file"]
 
 MAX_BYTES = 1 << 20
 """The largest config file read: a config is a few hundred bytes."""
@@ -103,9 +104,14 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return config_from_text(text, name)
 
 
+OPEN_TABLES = ("network",)
+"""Tables whose keys are not the config's own but a game's (the fields of its network's
+config, checked against the game's network where the run is made), merged unchecked."""
+
+
 def merged(defaults: dict[str, Any], given: dict[str, Any], where: str) -> dict[str, Any]:
     """``defaults`` (a config's ``to_dict()``) with ``given``'s settings over them, table by
-    table.
+    table (the keys of :data:`OPEN_TABLES` are not checked here).
 
     >>> merged({"games": 8, "train": {"lr": 0.1, "epochs": 1}}, {"train": {"lr": 0.2}}, "f.toml")
     {'games': 8, 'train': {'lr': 0.2, 'epochs': 1}}
@@ -123,7 +129,9 @@ def merged(defaults: dict[str, Any], given: dict[str, Any], where: str) -> dict[
         if isinstance(defaults[key], dict):
             if not isinstance(value, dict):
                 raise ConfigError(f"--config {where}: {key} must be a table ([{key}]), got {value!r}")
-            out[key] = merged(defaults[key], value, f"{where} [{key}]")
+            out[key] = (
+                {**defaults[key], **value} if key in OPEN_TABLES else merged(defaults[key], value, f"{where} [{key}]")
+            )
         else:
             out[key] = value
     return out

@@ -23,12 +23,13 @@ from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 from asp.games import PlayConfig
+from asp.games.protocol import exported
 from asp.search import SearchConfig
 from asp.sync import play_games_parallel
+from asp.tinychess.engine import EngineConfig, EngineOpponent
+from asp.tinychess.game import TinyChessGame
 
 __all__ = ["game_eval", "game_play", "game_show", "play_search"]
-
-_CHESS_EVAL_OPTIONS = ("engine", "pgn")
 
 
 def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | None:
@@ -40,30 +41,24 @@ def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | 
     return SearchConfig(simulations, cfg.search_considered, gumbel_scale=0.0) if simulations else None
 
 
-def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str, Any], cfg: GameRunConfig) -> int:
-    """``asp eval RUN`` of a game run: a match against one of the game's movers or another
-    checkpoint of the same game; prints the score with its Elo."""
-    from asp.app.checkpoint import kept_versions_line, model_from_checkpoint, run_config_of
+def game_eval(
+    args: argparse.Namespace,
+    model: torch.nn.Module,
+    state: dict[str, Any],
+    cfg: GameRunConfig,
+    engine_cfg: EngineConfig | None = None,
+) -> int:
+    """``asp eval RUN`` of a game run: a match against one of the game's movers, another
+    checkpoint of the same game or, for chess, a UCI engine (``engine_cfg``: ``--vs
+    stockfish``, ``--vs uci``); prints the score with its Elo, and writes the games to
+    ``--pgn`` in the game's own format (chess)."""
+    from asp.app.checkpoint import kept_versions_line
 
-    given = [o for o in _CHESS_EVAL_OPTIONS if getattr(args, o) is not None] + (["from_start"] * args.from_start)
-    if given:
-        raise ConfigError(f"--{given[0].replace('_', '-')} applies to TinyChess runs only, not to a {cfg.game} run")
     game = load_game(cfg.game, option="the run's game")
+    if args.pgn and exported(game, []) is None:
+        raise ConfigError(f"--pgn applies to a game of chess only, not to a {cfg.game} run")
+    opponent, described, opponent_run = _opponent(args, game, cfg, engine_cfg)
     movers = game.movers()
-    opponent_version, opponent_search = 0, None
-    if args.vs in movers:
-        opponent: torch.nn.Module = movers[args.vs]
-        described = f"the {args.vs} mover"
-    elif args.vs in ("greedy", "stockfish", "uci"):
-        raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
-    else:
-        opponent, opponent_state = model_from_checkpoint(args.vs)
-        other = run_config_of(opponent_state)
-        if not isinstance(other, GameRunConfig) or other.game != cfg.game:
-            raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
-        opponent_version = opponent_state["version"]
-        opponent_search = play_search(other, args)
-        described = f"{args.vs} (version {opponent_version})"
     play_cfg = PlayConfig(
         game,
         n_games=args.games,
@@ -72,23 +67,62 @@ def game_eval(args: argparse.Namespace, model: torch.nn.Module, state: dict[str,
         temperature=0.0 if args.temperature is None else args.temperature,
         opponent_temperature=1.0 if args.vs in movers else None,
         model_version=state["version"],
-        opponent_version=opponent_version,
+        opponent_version=0 if opponent_run is None else opponent_run[0],
         search=play_search(cfg, args),
-        opponent_search=opponent_search,
+        opponent_search=None if opponent_run is None else play_search(opponent_run[1], args),
         samples=False,
         # Two players that play to win would play the same two games over and over.
-        **({} if args.vs == "random" else match_starts(game, between_networks=args.vs not in movers)),
+        **(
+            {} if args.vs == "random" or args.from_start else match_starts(game, between_networks=args.vs not in movers)
+        ),
     )
-    records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
+    try:
+        records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
+    finally:
+        if isinstance(opponent, EngineOpponent):
+            opponent.close()  # the engine of this process (workers close their own)
+    if args.pgn:
+        export = exported(game, records)
+        assert export is not None, "a game without a format of its own is refused above"
+        with writing(args.pgn):
+            write_text_atomic(args.pgn, export[1])
     result = match_result_of(records)
-    print(f"{args.checkpoint} (version {state['version']}) against {described}: {result.describe()}")  # noqa: T201
+    print(  # noqa: T201
+        f"{args.checkpoint} (version {state['version']}) against {described}: "
+        f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
+    )
     if kept := kept_versions_line(args.checkpoint):
         print(kept)  # noqa: T201
     return 0
 
 
+def _opponent(
+    args: argparse.Namespace, game: Any, cfg: GameRunConfig, engine_cfg: EngineConfig | None
+) -> tuple[torch.nn.Module, str, tuple[int, GameRunConfig] | None]:
+    """``asp eval``'s opponent of a game run: ``(opponent, in words, None)``, or for another
+    checkpoint ``(its model, in words, (its version, its run's config))``."""
+    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+
+    movers = game.movers()
+    if args.vs in movers:
+        return movers[args.vs], f"the {args.vs} mover", None
+    if engine_cfg is not None and isinstance(game, TinyChessGame):
+        engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
+        return engine, engine.opponent_name, None
+    if args.vs in ("greedy", "stockfish", "uci"):
+        raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
+    opponent, opponent_state = model_from_checkpoint(args.vs)
+    other = run_config_of(opponent_state)
+    if not isinstance(other, GameRunConfig) or other.game != cfg.game:
+        raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
+    version = opponent_state["version"]
+    return opponent, f"{args.vs} (version {version})", (version, other)
+
+
 def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cfg: GameRunConfig) -> int:
-    """``asp play`` of a game: self-play games written as JSON lines to ``--out``."""
+    """``asp play`` of a game: self-play games written as JSON lines to ``--out`` (and in the
+    game's own format beside them, where it has one), or in the game's own format alone where
+    ``--out`` has its suffix (chess: ``.pgn``)."""
     game = load_game(cfg.game)
     out = args.out or "selfplay.jsonl"
     check_output_file("--out", out)
@@ -106,8 +140,12 @@ def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cf
         samples=False,
     )
     records, stats = play_games_parallel(model, None, play_cfg, workers=args.workers)
+    export = exported(game, records)
     with writing(out):
-        write_records([r.plain() for r in records], out, game=cfg.game)
+        if export is not None and Path(out).suffix == export[0]:  # chess: --out games.pgn asks for PGN
+            write_text_atomic(out, export[1])
+        else:
+            write_records([r.plain() for r in records], out, game=cfg.game)
     print(play_summary(stats, out))  # noqa: T201
     return 0
 

@@ -32,6 +32,7 @@ __all__ = [
     "config_from_dict",
     "defaults_for",
     "match_starts",
+    "network_config",
 ]
 
 VERSION_MATCH_RANDOM_PLIES = 2
@@ -59,6 +60,41 @@ def match_starts(game: Any, *, between_networks: bool) -> dict[str, Any]:
     if listed:
         return {"openings": tuple(text for text in listed for _ in range(2))}
     return {"random_plies": VERSION_MATCH_RANDOM_PLIES} if between_networks else {}
+
+
+def network_config(game: Any, fields: dict[str, Any]) -> Any:
+    """The config of ``game``'s network with ``fields`` over its defaults: the ``cfg`` of
+    ``game.network()`` (a dataclass) with those fields replaced, checked by its own
+    validation; with no fields, ``game.network()``'s own.
+
+    >>> from asp.connect4 import ConnectFour
+    >>> network_config(ConnectFour(), {"hidden": 64})
+    C4Config(hidden=64, blocks=2, channels=16)
+    >>> network_config(ConnectFour(), {"width": 64})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    asp.errors.ConfigError: GameRunConfig.network: connect4's network has no field 'width'; its fields: hidden, ...
+
+    :raises ConfigError: a field the network's config does not have, or a value out of range.
+    """
+    default = getattr(game.network(), "cfg", None)
+    if not fields:
+        return default
+    if not dataclasses.is_dataclass(default) or isinstance(default, type):
+        raise ConfigError(
+            f"GameRunConfig.network: {game.name}'s network keeps no dataclass as its cfg: it takes no fields"
+        )
+    known = [f.name for f in dataclasses.fields(default)]
+    for name in fields:
+        if name not in known:
+            raise ConfigError(
+                f"GameRunConfig.network: {game.name}'s network has no field {name!r}; its fields: {', '.join(known)}"
+            )
+    try:
+        return dataclasses.replace(default, **fields)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as e:  # a config that checks its values with other errors
+        raise ConfigError(f"GameRunConfig.network: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -103,6 +139,9 @@ class GameRunConfig:
     """A UCI engine (Stockfish) that the evaluations also play (``eval_sf/...``), from the
     game's openings; a game of chess only (:class:`~asp.tinychess.game.TinyChessGame`). Its
     path is not part of the run (``asp train --engine``)."""
+    network: dict[str, Any] = field(default_factory=dict)
+    """Fields of the game's network config that differ from its defaults (``asp train
+    --hidden 128``: ``{"hidden": 128}``); see :func:`network_config`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.game, str) or not self.game:
@@ -127,6 +166,14 @@ class GameRunConfig:
             raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")
         if self.eval_engine is not None and not isinstance(self.eval_engine, EngineConfig):
             raise ConfigError(f"GameRunConfig.eval_engine must be an EngineConfig or None, got {self.eval_engine!r}")
+        if not isinstance(self.network, dict) or not all(isinstance(name, str) for name in self.network):
+            raise ConfigError(
+                f"GameRunConfig.network must map the network config's fields to values, got {self.network!r}"
+            )
+
+    def new_network(self, game: Any) -> Any:
+        """A fresh network of ``game`` (the run's game, loaded), of this run's shape."""
+        return game.network(network_config(game, self.network)) if self.network else game.network()
 
     def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
         """The model's search: sampling with ``search`` simulations in self-play; the best

@@ -152,7 +152,7 @@ class GameRun:
         self.engine, self.note = _engine_of(cfg.eval_engine, engine_path)
 
     def new_model(self) -> torch.nn.Module:
-        model: torch.nn.Module = self.game.network()
+        model: torch.nn.Module = self.cfg.new_network(self.game)
         return model
 
     def new_trainer(self, model: torch.nn.Module) -> GameTrainer:

@@ -148,7 +148,7 @@ def _with_file(defaults: T, given: dict[str, Any], where: str | None) -> T:
 
 def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, Any]) -> Any:
     """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
-    from asp.app.game_config import defaults_for
+    from asp.app.game_config import defaults_for, network_config
     from asp.app.games import load_game
     from asp.tinychess.game import TinyChessGame
 
@@ -157,10 +157,8 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
     engine += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
     if engine and not isinstance(loaded, TinyChessGame):
         raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game of chess only, not --game {game}")
-    chess = ["hidden"] if args.hidden is not None else []
-    chess += ["policy_only"] if args.policy_only else []
-    if chess:
-        raise ConfigError(f"--{chess[0].replace('_', '-')} applies to --game tinychess only, not --game {game}")
+    if args.policy_only:
+        raise ConfigError(f"--policy-only applies to --game tinychess only, not --game {game}")
     if args.search == 0:
         raise ConfigError(f"--search must be in 1..10000 for --game {game}: it trains on the search's improved policy")
     base = _with_file(defaults_for(game), settings, args.config)
@@ -174,6 +172,14 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
         changes["eval_engine"] = engine_cfg
     if args.device is not None:
         changes["train"] = _named_option("device", lambda: dataclasses.replace(base.train, device=args.device))
+    if base.network:  # the config file's, checked against the game's network before the run starts
+        try:
+            network_config(loaded, base.network)
+        except ConfigError as e:
+            raise ConfigError(f"--config {args.config}: {e}") from None
+    if args.hidden is not None:
+        changes["network"] = {**base.network, "hidden": args.hidden}
+        _named_option("hidden", functools.partial(network_config, loaded, changes["network"]))
     return dataclasses.replace(base, **changes), changes
 
 
