@@ -146,6 +146,10 @@ CASES = {
     "eval a checkpoint whose version is text": Case(
         ("eval", "{tmp}/run", *GAMES), ("checkpoint field version",), spoiled(version_text)
     ),
+    "eval --ladder with an option of a match": Case(
+        ("eval", "{tmp}/run", "--ladder", "--games", "20"),
+        ("--games: --ladder reads the run's evaluations and plays no game: drop --games or --ladder",),
+    ),
     "play --search -1": Case(("play", *GAMES, "--search", "-1"), ("--search must be in 0..10000",)),
     "play --search with --policy-only": Case(("play", *GAMES, "--search", "4", "--policy-only"), ("--policy-only",)),
     "eval --vs uci without --engine": Case(

@@ -77,7 +77,7 @@ def test_a_runs_config_json_reproduces_it(tmp_path: Path) -> None:
         ('[train]\nlr = "fast"\n', "--config run.toml: TrainConfig.lr must be"),
         ("train = 3\n", "--config run.toml: train must be a table ([train])"),
         ("games = \n", "--config run.toml: not TOML"),
-        ('game = "chess"\n', "--game 'chess': not a game"),
+        ('game = "chess"\n', "--config run.toml: game 'chess': not a game"),
         ("[eval_engine]\nskil = 3\n", "--config run.toml: RunConfig.eval_engine has no field 'skil'"),
     ],
 )

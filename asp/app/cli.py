@@ -420,7 +420,7 @@ def _eval(args: argparse.Namespace) -> int:
     from asp.tinychess.openings import match_openings
 
     if args.ladder:
-        return _ladder(args.checkpoint)
+        return _ladder(args)
     _check_game_options(args)
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
     if args.pgn:
@@ -468,12 +468,20 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ladder(where: str) -> int:
-    """``asp eval RUN --ladder``."""
+def _ladder(args: argparse.Namespace) -> int:
+    """``asp eval RUN --ladder``: it plays no game, so an option of a match is refused."""
     from asp.app.checkpoint import RunError
     from asp.app.ladder import ladder_table
     from asp.app.run import RunDir
 
+    where = args.checkpoint
+    defaults = vars(_parser().parse_args(["eval", where]))
+    given = [name for name, value in vars(args).items() if not name.startswith("log") and value != defaults[name]]
+    if given := [name for name in given if name != "ladder"]:
+        option = "--" + given[0].replace("_", "-")
+        raise ConfigError(
+            f"{option}: --ladder reads the run's evaluations and plays no game: drop {option} or --ladder"
+        )
     if not Path(where).is_dir():
         raise RunError(f"{where}: --ladder reads a run directory (its metrics.jsonl)")
     print(ladder_table(RunDir(where).read_metrics(), where))

@@ -152,7 +152,9 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
     from asp.app.games import load_game
     from asp.tinychess.game import TinyChessGame
 
-    loaded = load_game(game)  # a game that cannot be loaded is the user's mistake: said before anything else
+    # A game that cannot be loaded is the user's mistake, said before anything else and
+    # named where it was given: the option, else the config file.
+    loaded = load_game(game, option="--game" if args.game else f"--config {args.config}: game")
     engine = [o for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
     engine += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
     if engine and not isinstance(loaded, TinyChessGame):
