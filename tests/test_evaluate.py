@@ -184,3 +184,17 @@ def test_match_result_of_records_scores_the_model_whichever_its_colour() -> None
         match_result_of([*records, _game("1-0", MODEL, MODEL)])
     with pytest.raises(ConfigError, match="at least 1"):
         match_result_of([])
+
+
+def test_a_game_a_mover_failed_in_is_left_out_of_the_score_whatever_termination_it_names() -> None:
+    from asp.games import Record
+
+    def game(result: float, termination: str) -> Record:
+        return Record(0, "", [], result, termination, MODEL, OPPONENT, 1, opponent_version=0)
+
+    # MoveFailed(termination=...) may name any termination: "timeout" is a game's own
+    records = [game(1.0, "rules"), game(0.5, "max_plies"), game(0.5, "timeout"), game(0.5, "engine_failure")]
+    m = match_result_of(records)
+    assert (m.wins, m.draws, m.losses, m.engine_failures) == (1, 1, 0, 2)
+    m = match_result_of([_game("1-0", MODEL, OPPONENT), _game("*", OPPONENT, MODEL)])  # TinyChess's own records
+    assert (m.wins, m.games, m.engine_failures) == (1, 1, 1)

@@ -192,22 +192,18 @@ def match_result(*, wins: int, draws: int, losses: int, engine_failures: int = 0
     return MatchResult(wins, draws, losses, score, elo, engine_failures)
 
 
-_FAILED = ("engine_failure", "mover_failure")
-"""Terminations of games that a player could not finish (an engine that failed): not scored."""
-
-
 def match_result_of(records: Iterable[GameRecord]) -> MatchResult:
     """The model's match result over games against an opponent (:meth:`GameRecord.model_score`).
 
-    Games that ended by engine failure (termination ``engine_failure``, result ``*``), or by
-    a mover's failure (``mover_failure``, :class:`asp.games.MoveFailed`), are counted in
+    Games a player failed in (their ``failed``: TinyChess's engine failures, result ``*``;
+    a game's :class:`asp.games.MoveFailed`, whatever termination it names) are counted in
     :attr:`MatchResult.engine_failures`, not scored.
 
     :raises ConfigError: a self-play game among ``records`` (it has no side to score), or no
         game scored.
     """
     records = list(records)
-    scored = [r for r in records if r.termination not in _FAILED and r.result != "*"]
+    scored = [r for r in records if not r.failed]
     points = [record.model_score() for record in scored]
     if any(p is None for p in points):
         raise ConfigError("records must all be games against an opponent; self-play games have no score")

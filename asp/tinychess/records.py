@@ -123,6 +123,11 @@ class GameRecord:
         """This record without :attr:`samples`: ints, strings, floats and lists only (JSON)."""
         return dataclasses.replace(self, samples=None)
 
+    @property
+    def failed(self) -> bool:
+        """Whether the game is unfinished (result ``"*"``: its engine failed): unscored."""
+        return self.result == "*"
+
     def model_score(self) -> float | None:
         """Points the model scored (1, 0.5 or 0), or ``None`` in self-play and in an unfinished
         game (result ``"*"``), which counts for neither side."""
