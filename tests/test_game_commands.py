@@ -11,9 +11,11 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from typing import Any
 
 import chess
 import pytest
+import torch
 from helpers import assert_pgn_extract_accepts, pgn_games, read_scalars
 
 from asp.app.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
@@ -238,6 +240,35 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
     one_line_error((code, capsys.readouterr().err), f"--config {file}: GameRunConfig.network: connect4's network "
                    "has no field 'width'; its fields: hidden, blocks, channels")  # fmt: skip
     assert not (tmp_path / "run").exists()
+
+
+def checkpoint_of(path: Path, cfg: Any) -> Path:
+    """A checkpoint of a fresh network of the run ``cfg``, as a kept version (3) of it."""
+    from asp.app.checkpoint import kept_version_state, new_model, write_checkpoint
+
+    torch.manual_seed(0)
+    weights = new_model(cfg).state_dict()
+    write_checkpoint(kept_version_state(cfg, version=3, next_iteration=3, weights=weights), path)
+    return path
+
+
+def test_a_tinychess_run_and_a_run_of_tinychessgame_play_each_other_and_another_game_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from asp.app.game_config import GameRunConfig
+    from asp.app.run_config import RunConfig
+    from asp.tinychess import ModelConfig
+
+    tiny = {"hidden": 16, "blocks": 0}
+    own = checkpoint_of(tmp_path / "own.pt", RunConfig(model=ModelConfig(**tiny)))
+    seam = checkpoint_of(tmp_path / "seam.pt", GameRunConfig(game="asp.tinychess.game:TinyChessGame", network=tiny))
+    c4 = checkpoint_of(tmp_path / "c4.pt", GameRunConfig(game="connect4", network={"hidden": 8, "blocks": 0}))
+    for model, other in ((own, seam), (seam, own)):
+        assert main(["eval", str(model), "--vs", str(other), "--games", "2", "--search", "2", "--max-plies", "6"]) == 0
+        assert f"against {other} (version 3): score" in capsys.readouterr().out
+    for model, game in ((own, "tinychess"), (seam, "asp.tinychess.game:TinyChessGame")):
+        code = main(["eval", str(model), "--vs", str(c4), "--games", "2"])
+        one_line_error((code, capsys.readouterr().err), f"--vs {c4}: a run of connect4, not of {game}")
 
 
 def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_settings() -> None:

@@ -21,7 +21,6 @@ played 2 games, 8 plies in ...
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import sys
 from collections.abc import Sequence
@@ -367,15 +366,15 @@ def how_it_plays(
     """The search and the mate-in-one rule a checkpoint plays with: as its run was configured
     (a fresh model: as ``asp train`` would), unless ``--search N`` or ``--policy-only`` says otherwise."""
     from asp.app.checkpoint import run_config_of
+    from asp.app.game_commands import play_search
     from asp.app.run_config import RunConfig
 
     if args.policy_only:
         return None, False
     run = run_config_of(state) if state is not None else RunConfig()
-    assert isinstance(run, RunConfig), "a game run's checkpoint goes to asp.app.game_commands"
-    if args.search is not None:
-        run = dataclasses.replace(run, search=args.search, eval_search=None)
-    return run.search_cfg(sampling=sampling), run.mate_in_one
+    # A run of TinyChessGame, as the opponent: its search takes its mates in one.
+    mates = run.mate_in_one if isinstance(run, RunConfig) else True
+    return play_search(run, args, sampling=sampling), mates
 
 
 _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
@@ -493,8 +492,11 @@ def _chess_opponent(
 ) -> tuple[torch.nn.Module, str, str, dict[str, Any] | None]:
     """``asp eval``'s opponent of a TinyChess run: ``(opponent, its name in the PGN, in words,
     its checkpoint or None)``."""
-    from asp.app.checkpoint import model_from_checkpoint
+    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+    from asp.app.game_config import GameRunConfig
+    from asp.app.games import TINYCHESS, load_game
     from asp.tinychess.engine import EngineOpponent
+    from asp.tinychess.game import TinyChessGame
     from asp.tinychess.opponents import GreedyMover, RandomMover
 
     if args.vs == "random":
@@ -505,6 +507,9 @@ def _chess_opponent(
         engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
         return engine, engine.opponent_name, engine.opponent_name, None
     opponent, state = model_from_checkpoint(args.vs)
+    other = run_config_of(state)
+    if isinstance(other, GameRunConfig) and not isinstance(load_game(other.game), TinyChessGame):
+        raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {TINYCHESS}")
     return opponent, _checkpoint_name(args.vs, state["version"]), f"{args.vs} (version {state['version']})", state
 
 

@@ -8,6 +8,7 @@ The command line (:mod:`asp.app.cli`) sends a run here when its config names a g
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from asp.app.evaluate import match_result_of, play_summary
 from asp.app.game_config import GameRunConfig, match_starts
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
+from asp.app.run_config import RunConfig
 from asp.app.run_kinds import write_records
 from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
@@ -32,11 +34,18 @@ from asp.tinychess.game import TinyChessGame
 __all__ = ["game_eval", "game_play", "game_show", "play_search"]
 
 
-def play_search(cfg: GameRunConfig, args: argparse.Namespace) -> SearchConfig | None:
-    """The search a run's model plays to win with: as the run was configured, unless
-    ``--search N`` (0: none) or ``--policy-only`` says otherwise."""
+def play_search(
+    cfg: RunConfig | GameRunConfig, args: argparse.Namespace, *, sampling: bool = False
+) -> SearchConfig | None:
+    """The search a run's model plays to win with (a TinyChess run's, ``sampling``: as it
+    plays in self-play): as the run was configured, unless ``--search N`` (0: none) or
+    ``--policy-only`` says otherwise."""
     if getattr(args, "policy_only", False):
         return None
+    if isinstance(cfg, RunConfig):
+        if args.search is not None:
+            cfg = dataclasses.replace(cfg, search=args.search, eval_search=None)
+        return cfg.search_cfg(sampling=sampling)
     simulations = cfg.eval_search if args.search is None else args.search
     return SearchConfig(simulations, cfg.search_considered, gumbel_scale=0.0) if simulations else None
 
@@ -57,7 +66,7 @@ def game_eval(
     game = load_game(cfg.game, option="the run's game")
     if args.pgn and exported(game, []) is None:
         raise ConfigError(f"--pgn applies to a game of chess only, not to a {cfg.game} run")
-    opponent, described, opponent_run = _opponent(args, game, cfg, engine_cfg)
+    opponent, described, opponent_version, opponent_search = _opponent(args, game, cfg, engine_cfg)
     movers = game.movers()
     play_cfg = PlayConfig(
         game,
@@ -67,9 +76,9 @@ def game_eval(
         temperature=0.0 if args.temperature is None else args.temperature,
         opponent_temperature=1.0 if args.vs in movers else None,
         model_version=state["version"],
-        opponent_version=0 if opponent_run is None else opponent_run[0],
+        opponent_version=opponent_version,
         search=play_search(cfg, args),
-        opponent_search=None if opponent_run is None else play_search(opponent_run[1], args),
+        opponent_search=opponent_search,
         samples=False,
         # Two players that play to win would play the same two games over and over.
         **(
@@ -98,25 +107,26 @@ def game_eval(
 
 def _opponent(
     args: argparse.Namespace, game: Any, cfg: GameRunConfig, engine_cfg: EngineConfig | None
-) -> tuple[torch.nn.Module, str, tuple[int, GameRunConfig] | None]:
-    """``asp eval``'s opponent of a game run: ``(opponent, in words, None)``, or for another
-    checkpoint ``(its model, in words, (its version, its run's config))``."""
+) -> tuple[torch.nn.Module, str, int, SearchConfig | None]:
+    """``asp eval``'s opponent of a game run: ``(opponent, in words, its version, its search)``;
+    another checkpoint of the same game, or for chess, of a TinyChess run too."""
     from asp.app.checkpoint import model_from_checkpoint, run_config_of
 
     movers = game.movers()
     if args.vs in movers:
-        return movers[args.vs], f"the {args.vs} mover", None
+        return movers[args.vs], f"the {args.vs} mover", 0, None
     if engine_cfg is not None and isinstance(game, TinyChessGame):
         engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
-        return engine, engine.opponent_name, None
+        return engine, engine.opponent_name, 0, None
     if args.vs in ("greedy", "stockfish", "uci"):
         raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
     opponent, opponent_state = model_from_checkpoint(args.vs)
     other = run_config_of(opponent_state)
-    if not isinstance(other, GameRunConfig) or other.game != cfg.game:
+    same = other.game == cfg.game if isinstance(other, GameRunConfig) else isinstance(game, TinyChessGame)
+    if not same:
         raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
     version = opponent_state["version"]
-    return opponent, f"{args.vs} (version {version})", (version, other)
+    return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
 
 
 def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cfg: GameRunConfig) -> int:
