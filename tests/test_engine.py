@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import stat
 import subprocess
@@ -349,6 +350,33 @@ def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
 
 
 # -- the engine as a mover of TinyChessGame (the game seam) ---------------------------------------
+
+
+def test_through_the_game_seam_the_engine_is_sent_the_moves_since_the_last_pawn_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asp.tinychess.game import TinyChessGame
+
+    game = TinyChessGame()
+    state = game.start()
+    knights = ["g1f3", "b8c6", "f3g1", "c6b8", "g1f3", "b8c6", "f3g1"]
+    for uci in ["e2e4", "e7e5", *knights]:
+        state = game.apply(state, game.parse_action(state, uci))
+    sent: list[chess.Board] = []
+
+    def play_board(board: chess.Board, *, game_id: int | None) -> chess.Move:
+        sent.append(board.copy())
+        return chess.Move.from_uci("c6b8")
+
+    engine = EngineOpponent(EngineConfig(path=fake_engine(tmp_path)))
+    monkeypatch.setattr(engine, "play_board", play_board)
+    assert engine.choose(game, state, random.Random(0)) == game.parse_action(state, "c6b8")
+    (board,) = sent
+    assert [m.uci() for m in board.move_stack] == knights and board.fen() == state.board.fen()
+    board.push_uci("c6b8")
+    assert board.is_repetition(3)  # the position after 2... e5 a third time: the engine can know it
+    # a search's root keeps the move that led to it
+    assert [m.uci() for m in game.search_root(state).history().move_stack] == knights
 
 
 @pytest.mark.timeout(60)

@@ -299,7 +299,7 @@ class EngineOpponent(nn.Module):
         :raises MoveFailed: the engine failed (termination ``engine_failure``): the game ends unscored.
         :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
         """
-        board = state.board
+        board = state.history()  # the moves since the last capture or pawn move: it sees repetitions
         move = self.play_board(board, game_id=None)
         if move is None:
             raise MoveFailed(f"{self.opponent_name}: {self.last_failure}", termination="engine_failure")

@@ -74,6 +74,8 @@ class ChessState:
     """The position before it (None at the game's start)."""
     tree: int = -1
     """Plies below the root of a search; -1 for a position played in the game."""
+    move: chess.Move | None = None
+    """The move that led here from :attr:`parent` (None at the game's start)."""
 
     @functools.cached_property
     def key(self) -> tuple[int, ...]:
@@ -98,6 +100,19 @@ class ChessState:
                 found.append(node)
             node, plies = node.parent, plies + 1
         return found
+
+    def history(self) -> chess.Board:
+        """The board with the moves since the last capture or pawn move on its stack, from the
+        position before them: what a UCI engine needs to see the repetitions it could make."""
+        moves: list[chess.Move] = []
+        node = self
+        while node.parent is not None and node.move is not None and len(moves) < self.board.halfmove_clock:
+            moves.append(node.move)
+            node = node.parent
+        board = node.board.copy(stack=False)
+        for move in reversed(moves):
+            board.push(move)
+        return board
 
     @functools.cached_property
     def seen(self) -> int:
@@ -144,12 +159,13 @@ class TinyChessGame:
 
     def apply(self, state: ChessState, action: int) -> ChessState:
         board = state.board.copy(stack=False)
-        board.push(_move(state, action))
-        return ChessState(board, state, state.tree + 1 if state.tree >= 0 else -1)
+        move = _move(state, action)
+        board.push(move)
+        return ChessState(board, state, state.tree + 1 if state.tree >= 0 else -1, move)
 
     def search_root(self, state: ChessState) -> ChessState:
         """``state`` as the root of a search: below it, repetitions are draws."""
-        root = ChessState(state.board, state.parent, 0)
+        root = ChessState(state.board, state.parent, 0, state.move)
         known = state.__dict__  # what was computed of the position carries over
         root.__dict__.update({name: known[name] for name in ("key", "legal", "seen") if name in known})
         if "status" in known and known["status"].value is None:  # a game going on: the same below a root
