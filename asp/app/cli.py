@@ -408,14 +408,11 @@ def _checkpoint_name(path: str, version: int) -> str:
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from asp.app.checkpoint import kept_versions_line, model_from_checkpoint, run_config_of
-    from asp.app.evaluate import match_result_of
-    from asp.app.game_commands import game_eval
+    from asp.app.checkpoint import model_from_checkpoint, run_config_of
+    from asp.app.game_commands import game_eval, play_match, print_match
     from asp.app.game_config import GameRunConfig
     from asp.app.pgn import write_pgn
-    from asp.sync import play_games_parallel
     from asp.tinychess import PlayConfig
-    from asp.tinychess.engine import EngineOpponent
     from asp.tinychess.openings import match_openings
 
     if args.ladder:
@@ -449,22 +446,11 @@ def _eval(args: argparse.Namespace) -> int:
         opponent_mate_in_one=False if args.vs == "random" else None,  # the random mover stays uniform
         samples=False,
     )
-    try:
-        records, _ = play_games_parallel(model, opponent, cfg, workers=args.workers)
-    finally:
-        if isinstance(opponent, EngineOpponent):
-            opponent.close()  # the engine of this process (workers close their own)
+    records = play_match(model, opponent, cfg, workers=args.workers)
     if args.pgn:
         with writing(args.pgn):
             write_pgn(records, args.pgn, event="asp evaluation", opponent=name)
-    result = match_result_of(records)
-    print(
-        f"{args.checkpoint} (version {state['version']}) against {described}: "
-        f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
-    )
-    if kept := kept_versions_line(args.checkpoint):
-        print(kept)
-    return 0
+    return print_match(args, state["version"], described, records, engine=engine_cfg is not None)
 
 
 def _ladder(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from asp.sync import play_games_parallel
 from asp.tinychess.engine import EngineConfig, EngineOpponent
 from asp.tinychess.game import TinyChessGame
 
-__all__ = ["game_eval", "game_play", "game_show", "play_search"]
+__all__ = ["game_eval", "game_play", "game_show", "play_match", "play_search", "print_match"]
 
 
 def play_search(
@@ -61,8 +61,6 @@ def game_eval(
     checkpoint of the same game or, for chess, a UCI engine (``engine_cfg``: ``--vs
     stockfish``, ``--vs uci``); prints the score with its Elo, and writes the games to
     ``--pgn`` in the game's own format (chess)."""
-    from asp.app.checkpoint import kept_versions_line
-
     game = load_game(cfg.game, option="the run's game")
     if args.pgn and exported(game, []) is None:
         raise ConfigError(f"--pgn applies to a game of chess only, not to a {cfg.game} run")
@@ -85,20 +83,36 @@ def game_eval(
             {} if args.vs == "random" or args.from_start else match_starts(game, between_networks=args.vs not in movers)
         ),
     )
-    try:
-        records, _ = play_games_parallel(model, opponent, play_cfg, workers=args.workers)
-    finally:
-        if isinstance(opponent, EngineOpponent):
-            opponent.close()  # the engine of this process (workers close their own)
+    records = play_match(model, opponent, play_cfg, workers=args.workers)
     if args.pgn:
         export = exported(game, records)
         assert export is not None, "a game without a format of its own is refused above"
         with writing(args.pgn):
             write_text_atomic(args.pgn, export[1])
+    return print_match(args, state["version"], described, records, engine=engine_cfg is not None)
+
+
+def play_match(model: torch.nn.Module, opponent: torch.nn.Module, cfg: Any, *, workers: int) -> list[Any]:
+    """The records of ``asp eval``'s match (:func:`asp.sync.play_games_parallel`); an engine
+    opponent's process in this process is closed after (the workers close their own)."""
+    try:
+        records, _ = play_games_parallel(model, opponent, cfg, workers=workers)
+    finally:
+        if isinstance(opponent, EngineOpponent):
+            opponent.close()
+    return list(records)
+
+
+def print_match(args: argparse.Namespace, version: int, described: str, records: list[Any], *, engine: bool) -> int:
+    """Print ``asp eval``'s line of the match of ``args.checkpoint`` (at ``version``) against
+    ``described`` (with its engine failures, against an ``engine``), and the versions its run
+    keeps; return the exit code, 0."""
+    from asp.app.checkpoint import kept_versions_line
+
     result = match_result_of(records)
     print(  # noqa: T201
-        f"{args.checkpoint} (version {state['version']}) against {described}: "
-        f"{result.describe(failures=engine_cfg is not None)}" + (f"; wrote {args.pgn}" if args.pgn else "")
+        f"{args.checkpoint} (version {version}) against {described}: "
+        f"{result.describe(failures=engine)}" + (f"; wrote {args.pgn}" if args.pgn else "")
     )
     if kept := kept_versions_line(args.checkpoint):
         print(kept)  # noqa: T201
