@@ -94,7 +94,7 @@ def game_eval(
 
 def play_match(model: torch.nn.Module, opponent: torch.nn.Module, cfg: Any, *, workers: int) -> list[Any]:
     """The records of ``asp eval``'s match (:func:`asp.sync.play_games_parallel`); an engine
-    opponent's process in this process is closed after (the workers close their own)."""
+    opponent's engine in this process is closed after (the workers close their own)."""
     try:
         records, _ = play_games_parallel(model, opponent, cfg, workers=workers)
     finally:
