@@ -323,3 +323,21 @@ def test_a_tinychess_game_run_evaluates_against_stockfish_and_its_eval_and_play_
     (tmp_path / "self.pgn").unlink()
     ok(asp(*play, str(tmp_path / "self.jsonl"), cwd=tmp_path))
     assert len((tmp_path / "self.jsonl").read_text().splitlines()) == 2 and len(pgn_games(tmp_path / "self.pgn")) == 2
+
+
+def test_asp_play_samples_as_the_runs_self_play_and_asp_eval_plays_to_win_with_its_search() -> None:
+    from argparse import Namespace
+
+    from asp.app.game_commands import play_search
+    from asp.app.game_config import GameRunConfig
+    from asp.search import SearchConfig
+
+    cfg = GameRunConfig(game="connect4", search=16, eval_search=64, search_considered=8)
+    plain = Namespace(search=None, policy_only=False)
+    assert play_search(cfg, plain, sampling=True) == SearchConfig(16, 8, gumbel_scale=1.0)  # as in self-play
+    assert play_search(cfg, plain) == SearchConfig(64, 8, gumbel_scale=0.0)
+    four = Namespace(search=4, policy_only=False)
+    assert play_search(cfg, four, sampling=True) == SearchConfig(4, 8, gumbel_scale=1.0)
+    assert play_search(cfg, four) == SearchConfig(4, 8, gumbel_scale=0.0)
+    assert play_search(cfg, Namespace(search=0, policy_only=False), sampling=True) is None
+    assert play_search(cfg, Namespace(search=None, policy_only=True), sampling=True) is None

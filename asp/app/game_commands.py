@@ -37,17 +37,16 @@ __all__ = ["game_eval", "game_play", "game_show", "play_match", "play_search", "
 def play_search(
     cfg: RunConfig | GameRunConfig, args: argparse.Namespace, *, sampling: bool = False
 ) -> SearchConfig | None:
-    """The search a run's model plays to win with (a TinyChess run's, ``sampling``: as it
-    plays in self-play): as the run was configured, unless ``--search N`` (0: none) or
-    ``--policy-only`` says otherwise."""
-    if getattr(args, "policy_only", False):
+    """The search a run's model plays to win with, or with ``sampling`` as it plays in
+    self-play (its self-play simulations, Gumbel noise at the root): as the run was
+    configured, unless ``--search N`` (0: none) or ``--policy-only`` says otherwise."""
+    if getattr(args, "policy_only", False) or args.search == 0:
         return None
-    if isinstance(cfg, RunConfig):
-        if args.search is not None:
-            cfg = dataclasses.replace(cfg, search=args.search, eval_search=None)
-        return cfg.search_cfg(sampling=sampling)
-    simulations = cfg.eval_search if args.search is None else args.search
-    return SearchConfig(simulations, cfg.search_considered, gumbel_scale=0.0) if simulations else None
+    if args.search is not None and isinstance(cfg, RunConfig):
+        cfg = dataclasses.replace(cfg, search=args.search, eval_search=None)  # None: as in self-play
+    elif args.search is not None:
+        cfg = dataclasses.replace(cfg, search=args.search, eval_search=args.search)
+    return cfg.search_cfg(sampling=sampling)
 
 
 def game_eval(
@@ -150,9 +149,7 @@ def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cf
     game = load_game(cfg.game)
     out = args.out or "selfplay.jsonl"
     check_output_file("--out", out)
-    search = None if args.search == 0 or args.policy_only else play_search(cfg, args)
-    if search is not None:  # self-play samples its moves: Gumbel noise at the root
-        search = SearchConfig(search.simulations, search.considered, gumbel_scale=1.0)
+    search = play_search(cfg, args, sampling=True)
     play_cfg = PlayConfig(
         game,
         n_games=args.games,
