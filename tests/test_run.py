@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -303,6 +304,31 @@ async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are
     assert [line["eval/version"] for line in history] == [1, 2, 3, 4]
     assert run.read_metrics() == history
     assert load_checkpoint(run.checkpoint)["next_iteration"] == 4
+
+
+@pytest.mark.asyncio
+async def test_a_save_stopped_before_its_first_step_leaves_no_coroutine_never_awaited() -> None:
+    """Ctrl-C can land between queueing an iteration's save and the save's first step: the
+    session's exit cancels it then, and nothing of it may be left to warn at the next
+    garbage collection (the warning would be printed under ``asp train``'s one line)."""
+    told: list[str] = []
+    saver = asp.app.session._Saver(None, None, [], None, None, lambda kind, fields: told.append(kind))  # type: ignore[arg-type]
+    begun: list[int] = []
+
+    async def write(iteration: int) -> dict[str, Any]:
+        begun.append(iteration)
+        return {"iteration": iteration}
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        saver.queue(lambda: write(0), 0)
+        await asyncio.sleep(0)  # the first save runs
+        saver.queue(lambda: write(1), 1)
+        saver.queue(lambda: write(2), 2)  # the stop comes before either's first step
+        await saver.__aexit__(KeyboardInterrupt, KeyboardInterrupt(), None)
+        gc.collect()
+    assert begun == [0] and told == ["iteration"]
+    assert [str(w.message) for w in caught] == []
 
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:

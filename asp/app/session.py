@@ -15,8 +15,8 @@ import copy
 import functools
 import gc
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import structlog
 import torch
@@ -49,7 +49,6 @@ __all__ = ["check_resumable", "train_session"]
 log = structlog.get_logger("asp.train")
 
 Progress = Callable[[str, dict[str, Any]], None]
-T = TypeVar("T")
 """``progress(kind, fields)``: kind is ``games`` (iteration, done, total) or ``iteration``
 (the metrics line) — how a display follows the run."""
 
@@ -219,19 +218,19 @@ class _Saver:
         while self.saving and (len(self.saving) >= MAX_PENDING_SAVES or self.saving[0].done()):
             await self.saving[0]  # raises what the save raised
             self.saving.popleft()
-        before = self.saving[-1] if self.saving else None
-        save = self._after(before, self._write_iteration(report, checkpoint, evaluated))
-        self.saving.append(asyncio.create_task(save, name=f"asp-save-{report.iteration}"))
+        self.queue(functools.partial(self._write_iteration, report, checkpoint, evaluated), report.iteration)
 
-    async def _after(self, before: asyncio.Task[None] | None, save: Coroutine[Any, Any, dict[str, Any]]) -> None:
-        """Run ``save`` once ``before`` has ended, and tell the progress its metrics line."""
-        try:
-            if before is not None:
-                await asyncio.shield(before)
-        except BaseException:
-            save.close()
-            raise
-        self.notify("iteration", await save)
+    def queue(self, write: Callable[[], Awaitable[dict[str, Any]]], iteration: int) -> None:
+        """Start ``write()`` in a task once the saves queued before it have ended, and tell
+        the progress the metrics line it returns. Nothing of it begins before its turn: a
+        task stopped before its first step leaves no coroutine behind, never awaited."""
+        before = self.saving[-1] if self.saving else None
+        self.saving.append(asyncio.create_task(self._after(before, write), name=f"asp-save-{iteration}"))
+
+    async def _after(self, before: asyncio.Task[None] | None, write: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        if before is not None:
+            await asyncio.shield(before)
+        self.notify("iteration", await write())
 
     async def _write_iteration(
         self, report: IterationReport, checkpoint: dict[str, Any], evaluated: torch.nn.Module | None
