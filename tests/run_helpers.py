@@ -1,5 +1,5 @@
-"""What the tests of a run directory and its checkpoint share: a tiny run config, and a
-trainer that has taken a step (a checkpoint with real state)."""
+"""What the tests of a run directory and its checkpoint share: a tiny run config of
+TinyChess, and a trainer that has taken a step (a checkpoint with real state)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,31 @@ import dataclasses
 
 import torch
 
-from asp.app.run_config import RunConfig
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.train import TrainConfig, Trainer
+from asp.app.game_config import GameRunConfig, defaults_for
+from asp.games import PlayConfig, Trainer, play_games
+from asp.tinychess.game import TinyChessGame
 
-TINY = ModelConfig(hidden=16, blocks=0)
-
-
-def tiny_config(**changes: object) -> RunConfig:
-    return dataclasses.replace(RunConfig(games=4, max_plies=8, eval_games=4, model=TINY), **changes)  # type: ignore[arg-type]
+TINY = {"hidden": 16, "blocks": 0}
+"""The network of a tiny run: a trunk of 16, no residual block."""
 
 
-def trained(cfg: RunConfig) -> Trainer:
+def tiny_config(**changes: object) -> GameRunConfig:
+    """A run of TinyChess (as ``asp train`` starts it) that plays a few short games."""
+    base = defaults_for("tinychess")
+    train = dataclasses.replace(base.train, device="cpu")
+    tiny = dataclasses.replace(
+        base, games=4, max_plies=8, eval_games=4, search=2, eval_search=2, network=TINY, train=train
+    )
+    return dataclasses.replace(tiny, **changes)  # type: ignore[arg-type]
+
+
+def trained(cfg: GameRunConfig) -> Trainer:
     """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
     torch.manual_seed(cfg.seed)
-    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu"))
-    records, _ = play_games(trainer.model, None, PlayConfig(n_games=2, max_plies=6))
+    game = TinyChessGame()
+    trainer = Trainer(cfg.new_network(game), game, dataclasses.replace(cfg.train, batch_size=8))
+    records, _ = play_games(
+        trainer.model, None, PlayConfig(game, n_games=2, max_plies=6, search=cfg.search_cfg(sampling=True))
+    )
     trainer.train(records)
     return trainer

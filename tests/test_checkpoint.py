@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from run_helpers import TINY, tiny_config, trained
+from run_helpers import tiny_config, trained
 
 from asp.app.checkpoint import (
     CHECKPOINT,
@@ -26,16 +26,28 @@ from asp.app.checkpoint import (
     restore_checkpoint,
     write_checkpoint,
 )
+from asp.app.game_config import GameRunConfig
 from asp.app.run import RunDir
-from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.errors import AspError
+from asp.games import PlayConfig, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.train import TrainConfig, Trainer
+from asp.tinychess.game import TinyChessGame
+
+GAME = TinyChessGame()
 
 
-def save(path: Path, trainer: Trainer, cfg: RunConfig, **fields: Any) -> None:
+def network(cfg: GameRunConfig | None = None) -> torch.nn.Module:
+    """A fresh network of the run ``cfg`` (default: the tiny run's)."""
+    model: torch.nn.Module = (cfg or tiny_config()).new_network(GAME)
+    return model
+
+
+def trainer_of(model: torch.nn.Module, **train: Any) -> Trainer:
+    return Trainer(model, GAME, TrainConfig(device="cpu", **train))
+
+
+def save(path: Path, trainer: Trainer, cfg: GameRunConfig, **fields: Any) -> None:
     """Write the checkpoint of ``trainer`` as a session does: a copy, then written atomically."""
     write_checkpoint(checkpoint_state(trainer, cfg, **fields), path)
 
@@ -57,7 +69,7 @@ def checkpoint(tmp_path: Path) -> Path:
 def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     cfg = tiny_config(seed=5)
     trainer = trained(cfg)
-    play_weights = TinyChess(cfg.model).state_dict()
+    play_weights = network(cfg).state_dict()
     run = RunDir(tmp_path / "run")
     run.create(cfg)
     torch.manual_seed(123)
@@ -65,10 +77,10 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
 
     raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
-    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-tinychess-run", 2)
+    assert isinstance(raw, dict) and (raw["format"], raw["format_version"]) == ("asp-game-run", 1)
     data = load_checkpoint(run.checkpoint)
     assert (data["next_iteration"], data["version"], data["trainer_steps"]) == (3, 3, trainer.steps)
-    assert RunConfig.from_dict(data["config"]) == cfg
+    assert GameRunConfig.from_dict(data["config"]) == cfg
     for key, tensor in trainer.model.state_dict().items():
         assert torch.equal(data["model"][key], tensor), key
     for key, tensor in play_weights.items():
@@ -84,14 +96,14 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
         model, meta = model_from_checkpoint(where)
         assert meta["version"] == 3
         assert not model.training
-        assert model.cfg == cfg.model
+        assert model.cfg == network(cfg).cfg
         assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
 
 
 def test_the_first_pending_plays_weights_are_stored_once(tmp_path: Path) -> None:
     cfg = tiny_config(seed=5)
     trainer = trained(cfg)
-    weights = TinyChess(cfg.model).state_dict()
+    weights = network(cfg).state_dict()
     size = sum(t.numel() * t.element_size() for t in weights.values())
     sizes = []
     for name, play_weights in (("alone", None), ("both", weights)):
@@ -156,9 +168,9 @@ def _a_config_field_of_another_asp(checkpoint: Path) -> Path:
     return checkpoint
 
 
-def _a_config_without_its_model(checkpoint: Path) -> Path:
+def _a_config_without_its_game(checkpoint: Path) -> Path:
     data = torch.load(checkpoint, weights_only=True)
-    del data["config"]["model"]
+    del data["config"]["game"]
     torch.save(data, checkpoint)
     return checkpoint
 
@@ -173,7 +185,7 @@ def _a_config_without_its_model(checkpoint: Path) -> Path:
         _random_bytes,
         _other_format_version,
         _a_config_field_of_another_asp,
-        _a_config_without_its_model,
+        _a_config_without_its_game,
     ],
 )
 def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path, spoil: object) -> None:
@@ -191,7 +203,7 @@ def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path,
 
 def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
     data = torch.load(checkpoint, weights_only=True)
-    data["format_version"] = 1  # what asp wrote before the attacked-squares planes
+    data["format"], data["format_version"] = "asp-tinychess-run", 1  # before the attacked-squares planes
     torch.save(data, checkpoint)
     with pytest.raises(RunError, match=r"format version 1, expected 2 \(made by an older asp, whose network"):
         model_from_checkpoint(checkpoint)
@@ -200,7 +212,7 @@ def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
 def _a_whole_pickled_model(checkpoint: Path) -> Path:
     # torch.save of a module object, not a state_dict: a common foreign file. weights_only
     # refuses to build the class.
-    torch.save(TinyChess(TINY), checkpoint)
+    torch.save(network(), checkpoint)
     return checkpoint
 
 
@@ -236,7 +248,7 @@ def _as_written_before_pending_plays(path: Path) -> None:
 
 def test_a_checkpoint_with_only_play_weights_resumes_them_as_the_one_pending_play(tmp_path: Path) -> None:
     cfg = tiny_config(seed=5)
-    weights = TinyChess(cfg.model).state_dict()
+    weights = network(cfg).state_dict()
     path = tmp_path / CHECKPOINT
     save(path, trained(cfg), cfg, next_iteration=3, version=3, play_weights=weights)
     _as_written_before_pending_plays(path)
@@ -244,8 +256,8 @@ def test_a_checkpoint_with_only_play_weights_resumes_them_as_the_one_pending_pla
     [(version, loaded)] = pending_plays(load_checkpoint(path))
     assert version == 2  # the next iteration's play: one version older than the checkpoint
     assert all(torch.equal(loaded[key], tensor) for key, tensor in weights.items())
-    model = TinyChess(cfg.model)
-    restored = restore_checkpoint(path, cfg, model, Trainer(model, TrainConfig(device="cpu")))
+    model = network(cfg)
+    restored = restore_checkpoint(path, cfg, model, trainer_of(model))
     [(version, playing)] = restored.pending_plays
     assert version == 2
     assert all(torch.equal(playing.state_dict()[key], tensor) for key, tensor in weights.items())
@@ -257,8 +269,8 @@ def test_a_sequential_checkpoint_from_before_pending_plays_has_none(tmp_path: Pa
     save(path, trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
     _as_written_before_pending_plays(path)
     assert pending_plays(load_checkpoint(path)) == []
-    model = TinyChess(cfg.model)
-    assert restore_checkpoint(path, cfg, model, Trainer(model, TrainConfig(device="cpu"))).pending_plays == []
+    model = network(cfg)
+    assert restore_checkpoint(path, cfg, model, trainer_of(model)).pending_plays == []
 
 
 def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint: Path) -> None:
@@ -267,9 +279,9 @@ def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint
     torch.save(data, checkpoint)
     model, _ = model_from_checkpoint(checkpoint)
     assert not model.training
-    fresh = TinyChess(TINY)
+    fresh = network()
     with pytest.raises(RunError, match=r"checkpoint does not match its config \(KeyError: 'trainer_steps'\)"):
-        restore_checkpoint(checkpoint, tiny_config(), fresh, Trainer(fresh, TrainConfig(device="cpu")))
+        restore_checkpoint(checkpoint, tiny_config(), fresh, trainer_of(fresh))
 
 
 # -- restoring -------------------------------------------------------------------------------
@@ -289,15 +301,15 @@ def _same(a: Any, b: Any) -> bool:
 def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path) -> None:
     cfg = tiny_config(seed=5)
     trainer = trained(cfg)
-    pending = TinyChess(cfg.model).state_dict()
+    pending = network(cfg).state_dict()
     path = tmp_path / CHECKPOINT
     torch.manual_seed(7)
     saved_rng = torch.get_rng_state()
     save(path, trainer, cfg, next_iteration=3, version=4, play_weights=pending, pending_plays=[(3, pending)])
 
     torch.manual_seed(99)
-    model = TinyChess(cfg.model)
-    fresh = Trainer(model, TrainConfig(device="cpu"))
+    model = network(cfg)
+    fresh = trainer_of(model)
     restored = restore_checkpoint(path, dataclasses.replace(cfg, iterations=40), model, fresh)  # longer: allowed
     assert (restored.next_iteration, restored.version) == (3, 4)
     assert _same(model.state_dict(), trainer.model.state_dict())
@@ -314,8 +326,8 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
     same steps as one that never stopped."""
     cfg = tiny_config(seed=5)
     torch.manual_seed(0)
-    trainer = Trainer(TinyChess(cfg.model), TrainConfig(device="cpu", replay=3))
-    searching = PlayConfig(n_games=2, max_plies=8, search=SearchConfig(simulations=2, considered=2))
+    trainer = trainer_of(network(cfg), replay=3)
+    searching = PlayConfig(GAME, n_games=2, max_plies=8, search=SearchConfig(simulations=2, considered=2))
     calls = [play_games(trainer.model, None, dataclasses.replace(searching, seed=i))[0] for i in range(4)]
     for records in calls[:3]:
         trainer.train(records)
@@ -323,8 +335,8 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
     assert len(state["replay_window"]) == 2  # the next call keeps the last 2 and adds its own
     path = tmp_path / CHECKPOINT
     write_checkpoint(state, path)
-    model = TinyChess(cfg.model)
-    resumed = Trainer(model, TrainConfig(device="cpu", replay=3))
+    model = network(cfg)
+    resumed = trainer_of(model, replay=3)
     restore_checkpoint(path, cfg, model, resumed)
     after, before = resumed.train(calls[3]), trainer.train(calls[3])
     after.pop("train/seconds"), before.pop("train/seconds")
@@ -333,16 +345,18 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
 
 
 def test_restoring_into_another_config_is_refused(checkpoint: Path) -> None:
-    model = TinyChess(TINY)
+    model = network()
     with pytest.raises(RunError) as raised:
-        restore_checkpoint(checkpoint, tiny_config(seed=1), model, Trainer(model, TrainConfig(device="cpu")))
+        restore_checkpoint(checkpoint, tiny_config(seed=1), model, trainer_of(model))
     assert str(raised.value) == f"{checkpoint}: holds another run config than the one to resume with"
 
 
 def test_pending_weights_that_do_not_fit_the_model_are_refused(checkpoint: Path) -> None:
     data = torch.load(checkpoint, weights_only=True)
-    data["pending_plays"] = [{"version": 0, "weights": TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()}]
+    data["pending_plays"] = [
+        {"version": 0, "weights": network(tiny_config(network={"hidden": 32, "blocks": 0})).state_dict()}
+    ]
     torch.save(data, checkpoint)
-    model = TinyChess(TINY)
+    model = network()
     with pytest.raises(RunError, match=r"the checkpoint's weights do not fit its model config"):
-        restore_checkpoint(checkpoint, tiny_config(), model, Trainer(model, TrainConfig(device="cpu")))
+        restore_checkpoint(checkpoint, tiny_config(), model, trainer_of(model))

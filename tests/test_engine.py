@@ -384,7 +384,7 @@ def test_through_the_game_seam_a_crashed_engine_ends_its_game_unscored_and_the_m
     tmp_path: Path, logs: list[dict[str, Any]], pgn_extract: str
 ) -> None:
     from asp import games
-    from asp.app.run_kinds import write_records
+    from asp.app.game_run import write_records
     from asp.tinychess.game import TinyChessGame
 
     game = TinyChessGame()

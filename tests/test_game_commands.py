@@ -223,7 +223,7 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
 ) -> None:
     from asp.app.cli import _parser
     from asp.app.game_config import GameRunConfig
-    from asp.app.run_kinds import run_kind
+    from asp.app.game_run import run_kind
     from asp.app.train_command import train_config
 
     for spec, width in (("connect4", 64), ("asp.tinychess.game:TinyChessGame", 32)):

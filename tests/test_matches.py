@@ -11,7 +11,7 @@ import torch
 
 import asp.app.chess_matches
 import asp.app.matches
-import asp.app.run_kinds
+import asp.app.game_run
 from asp import SelfPlay
 from asp.app.evaluate import match_result, match_result_of
 from asp.app.matches import ROUND_GAMES, Match, play_match, play_matches, score_interval, settled
@@ -103,7 +103,7 @@ async def test_an_evaluation_gives_its_matches_against_past_versions_first(
 ) -> None:
     from asp.app.game_config import GameRunConfig
     from asp.app.run_config import RunConfig
-    from asp.app.run_kinds import run_kind
+    from asp.app.game_run import run_kind
 
     given: list[list[str]] = []
 
@@ -111,9 +111,9 @@ async def test_an_evaluation_gives_its_matches_against_past_versions_first(
         given.append(list(matches))
         return {name: Match([], 0.0, 0.0) for name in matches}
 
-    monkeypatch.setattr(asp.app.run_kinds, "play_matches", recorded)
+    monkeypatch.setattr(asp.app.game_run, "play_matches", recorded)
     monkeypatch.setattr(asp.app.chess_matches, "play_matches", recorded)
-    monkeypatch.setattr(asp.app.run_kinds, "matches_metrics", lambda played: {})
+    monkeypatch.setattr(asp.app.game_run, "matches_metrics", lambda played: {})
     monkeypatch.setattr(asp.app.chess_matches, "matches_metrics", lambda played: {})
     cfg = RunConfig() if game == "tinychess" else GameRunConfig(game=game)
     kind = run_kind(cfg)

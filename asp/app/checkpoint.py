@@ -4,10 +4,9 @@ A checkpoint is the state after a completed iteration, one ``torch.save`` of a d
 values and tensors, so that ``torch.load(weights_only=True)`` reads it without running any
 pickled code::
 
-    format, format_version   "asp-tinychess-run", FORMAT_VERSION (a TinyChess run), or
-                             "asp-game-run", GAME_FORMAT_VERSION (any other game's run)
-    config                   the run's RunConfig (GameRunConfig), as its to_dict writes it;
-                             a game run's names its game
+    format, format_version   "asp-game-run", GAME_FORMAT_VERSION
+    config                   the run's GameRunConfig, as its to_dict writes it (it names
+                             the run's game)
     next_iteration           the first iteration still to play
     version                  the model's version
     model, optimizer         the state_dicts of the network and of the trainer's optimizer
@@ -28,16 +27,15 @@ A run also keeps the weights of version 0 and of every version it evaluated, in 
 (:func:`kept_version_state`: the same format without the trainer's fields), which ``asp
 eval``, ``play`` and ``moves`` read as ``RUN@VERSION`` (:func:`checkpoint_path`).
 
-Compatibility: this asp reads every checkpoint of format version ``FORMAT_VERSION``, those
-written before ``pending_plays`` existed included (their ``play_weights`` is read as the one
-pending play, one version older than the checkpoint), and a config stored before a field
-existed reads as :meth:`RunConfig.from_dict` says; one without ``replay_window`` (written
-when the trainer replayed nothing) resumes with an empty window. One without
-``trainer_steps`` plays and evaluates but does not resume. It writes ``play_weights`` still,
-for an asp from before ``pending_plays``. A checkpoint of format version 1 is refused with a
-:class:`RunError` that says why: its network reads no attacked-squares planes, and no upgrade
-can add them. A change that a reader of this version could not read takes a new
-``FORMAT_VERSION``.
+Compatibility: this asp reads every checkpoint of format version ``GAME_FORMAT_VERSION``,
+and a config stored before a field existed reads as :meth:`GameRunConfig.from_dict` says;
+one without ``trainer_steps`` plays and evaluates but does not resume. It writes
+``play_weights`` still, for an older reader. An older asp's TinyChess checkpoints (format
+``asp-tinychess-run``, version 2; those written before ``pending_plays`` existed read
+``play_weights`` as the one pending play) play, evaluate and show, but do not resume
+(:mod:`asp.app.legacy`); their format version 1 is refused with a :class:`RunError` that
+says why: its network reads no attacked-squares planes. A change that a reader of this
+version could not read takes a new ``GAME_FORMAT_VERSION``.
 """
 
 from __future__ import annotations
@@ -54,18 +52,14 @@ import torch
 
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
+from asp.app.legacy import LEGACY_FORMAT, LEGACY_FORMAT_VERSION, NOT_RESUMED, from_legacy
 from asp.app.outputs import writing
-from asp.app.run_config import RunConfig
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
-from asp.games import Trainer as GameTrainer
-from asp.tinychess.model import TinyChess
-from asp.tinychess.train import Trainer
+from asp.games import Trainer
 
 __all__ = [
     "CHECKPOINT",
-    "FORMAT",
-    "FORMAT_VERSION",
     "GAME_FORMAT",
     "GAME_FORMAT_VERSION",
     "VERSIONS",
@@ -89,17 +83,13 @@ __all__ = [
 
 CHECKPOINT = "checkpoint.pt"
 """The checkpoint's file name inside the run directory."""
-FORMAT = "asp-tinychess-run"
-"""The ``format`` field of every checkpoint: what tells one from another torch file."""
-FORMAT_VERSION = 2
-"""2: the model's input has the attacked-squares planes (a version-1 network cannot read it)."""
 VERSIONS = "versions"
 """The folder of a run directory where it keeps the weights of its evaluated versions."""
 GAME_FORMAT = "asp-game-run"
-"""The ``format`` field of the checkpoint of a run of any game but TinyChess."""
+"""The ``format`` field of every checkpoint: what tells one from another torch file."""
 GAME_FORMAT_VERSION = 1
 """The version of the ``asp-game-run`` format this asp writes and reads."""
-_FORMATS = {FORMAT: FORMAT_VERSION, GAME_FORMAT: GAME_FORMAT_VERSION}
+_FORMATS = {GAME_FORMAT: GAME_FORMAT_VERSION, LEGACY_FORMAT: LEGACY_FORMAT_VERSION}
 
 _COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))
 """The checkpoint's counters and their largest values (the least is 0)."""
@@ -126,8 +116,8 @@ class Restored:
 
 
 def checkpoint_state(
-    trainer: Trainer | GameTrainer,
-    cfg: RunConfig | GameRunConfig,
+    trainer: Trainer,
+    cfg: GameRunConfig,
     *,
     next_iteration: int,
     version: int,
@@ -160,7 +150,7 @@ def checkpoint_state(
 
 
 def kept_version_state(
-    cfg: RunConfig | GameRunConfig, *, version: int, next_iteration: int, weights: dict[str, Any]
+    cfg: GameRunConfig, *, version: int, next_iteration: int, weights: dict[str, Any]
 ) -> dict[str, Any]:
     """A kept version of a run: the weights of ``version`` (trained by the iterations before
     ``next_iteration``) and the run's config, in the checkpoint format without the trainer.
@@ -169,15 +159,12 @@ def kept_version_state(
     return {**_weights_of(cfg, version, next_iteration, weights), "pending_plays": []}
 
 
-def _weights_of(
-    cfg: RunConfig | GameRunConfig, version: int, next_iteration: int, weights: dict[str, Any]
-) -> dict[str, Any]:
+def _weights_of(cfg: GameRunConfig, version: int, next_iteration: int, weights: dict[str, Any]) -> dict[str, Any]:
     """The fields every checkpoint holds: its format, the run's config, where it stands, and
     a copy of the weights."""
-    kind = GAME_FORMAT if isinstance(cfg, GameRunConfig) else FORMAT
     return {
-        "format": kind,
-        "format_version": _FORMATS[kind],
+        "format": GAME_FORMAT,
+        "format_version": GAME_FORMAT_VERSION,
         "config": cfg.to_dict(),
         "next_iteration": next_iteration,
         "version": version,
@@ -217,7 +204,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise RunError(f"{path}: not an asp run checkpoint")
     expected = _FORMATS[data["format"]]
     if data.get("format_version") != expected:
-        older = data["format"] == FORMAT and data.get("format_version") == 1
+        older = data["format"] == LEGACY_FORMAT and data.get("format_version") == 1
         why = " (made by an older asp, whose network reads no attacked-squares planes)" if older else ""
         raise RunError(f"{path}: checkpoint format version {data.get('format_version')!r}, expected {expected}{why}")
     try:
@@ -253,19 +240,18 @@ def _upgrade(data: dict[str, Any]) -> None:
         data["pending_plays"] = [] if weights is None else [{"version": data["version"] - 1, "weights": weights}]
 
 
-def run_config_of(state: dict[str, Any]) -> RunConfig | GameRunConfig:
-    """The run config of a checkpoint that :func:`load_checkpoint` returned."""
-    if state.get("format") == GAME_FORMAT:
-        return GameRunConfig.from_dict(state["config"])
-    return RunConfig.from_dict(state["config"])
+def run_config_of(state: dict[str, Any]) -> GameRunConfig:
+    """The run config of a checkpoint that :func:`load_checkpoint` returned (an older asp's
+    TinyChess run: as :func:`asp.app.legacy.from_legacy` reads it)."""
+    if state.get("format") == LEGACY_FORMAT:
+        return from_legacy(state["config"])
+    return GameRunConfig.from_dict(state["config"])
 
 
-def new_model(cfg: RunConfig | GameRunConfig) -> torch.nn.Module:
-    """A fresh network of the run ``cfg`` (TinyChess's, or its game's network of the run's shape)."""
-    if isinstance(cfg, GameRunConfig):
-        network: torch.nn.Module = cfg.new_network(load_game(cfg.game, option="the run's game"))
-        return network
-    return TinyChess(cfg.model)
+def new_model(cfg: GameRunConfig) -> torch.nn.Module:
+    """A fresh network of the run ``cfg``: its game's, of the run's shape."""
+    network: torch.nn.Module = cfg.new_network(load_game(cfg.game, option="the run's game"))
+    return network
 
 
 def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -341,19 +327,22 @@ def kept_versions_line(where: str | os.PathLike[str]) -> str | None:
 
 def restore_checkpoint(
     path: str | os.PathLike[str],
-    cfg: RunConfig | GameRunConfig,
+    cfg: GameRunConfig,
     model: torch.nn.Module,
-    trainer: Trainer | GameTrainer,
+    trainer: Trainer,
 ) -> Restored:
     """Load the checkpoint at ``path`` into ``model`` (the one ``trainer`` trains), the trainer
     and torch's random state, and say where its run stopped. Only ``cfg.iterations`` may
     differ from the config the checkpoint holds: a resumed run may be made longer or shorter.
 
     :raises RunError: naming the path, if the checkpoint does not load (see
-        :func:`load_checkpoint`), holds another config, or does not fit its config.
+        :func:`load_checkpoint`), is an older asp's TinyChess run, holds another config, or
+        does not fit its config.
     """
     path = Path(path)
     state = load_checkpoint(path)
+    if state["format"] == LEGACY_FORMAT:
+        raise RunError(f"{path}: {NOT_RESUMED}")
     if dataclasses.replace(run_config_of(state), iterations=cfg.iterations) != cfg:
         raise RunError(f"{path}: holds another run config than the one to resume with")
     plays: list[tuple[int, torch.nn.Module]] = []

@@ -1,10 +1,10 @@
 """The ``asp`` command line.
 
-* ``asp train``: the main job, a pipelined TinyChess training run with a live display;
-* ``asp play``: games of a checkpoint (or a fresh model) written as PGN;
-* ``asp eval``: a checkpoint's score against a uniformly random mover, Stockfish or another
+* ``asp train``: the main job, a pipelined training run (of TinyChess by default) with a live display;
+* ``asp play``: games of a checkpoint (or a fresh model) written as JSON lines (chess: or PGN);
+* ``asp eval``: a checkpoint's score against a mover of its game, Stockfish or another
   checkpoint, with its Elo;
-* ``asp show``: a position of a recorded game as an SVG board (TinyChess: of a PGN file);
+* ``asp show``: a position of a recorded game as a text board and an SVG picture;
 * ``asp moves``: the move a checkpoint plays in each position of a file.
 
 Every command takes the runs of every game: ``asp train --game connect4`` (or ``MODULE:ATTR``,
@@ -21,11 +21,10 @@ played 2 games, 8 plies in ...
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_file, writing
@@ -34,15 +33,12 @@ from asp.errors import AspError, ConfigError, NotRetried, ShardFailed
 from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 if TYPE_CHECKING:
-    import torch
-
-    from asp.search import SearchConfig
     from asp.tinychess.engine import EngineConfig
 
 __all__ = ["main"]
 
 EXIT_USAGE = 2
-POLICY_ONLY_HELP = "the model plays its policy network alone: no search, no mate-in-one rule"
+POLICY_ONLY_HELP = "the model plays its policy network alone: no search"
 SEARCH_HELP = "simulations of the model's search before each move, 0 for none (default: as its run was configured)"
 EXIT_FAILURE = 1
 
@@ -112,16 +108,16 @@ def _train_parser(sub: _Commands) -> argparse.ArgumentParser:
     train.add_argument(
         "--search",
         type=int,
-        help="simulations of the model's search per move, trained on its improved policy; "
-        "0: the policy alone, trained by policy gradient (default 8; other games: 16, and 0 is refused)",
+        help="simulations of the model's search per move, trained on its improved policy "
+        "(1-10000; default 8; other games: 16)",
     )
     train.add_argument(
         "--eval-search",
         type=int,
         help="simulations of the model's search when it plays to win (evaluations, asp eval); "
-        "0: the policy alone (default 64; with --search 0 or --policy-only, 0)",
+        "0: the policy alone (default 64)",
     )
-    train.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
+    train.add_argument("--policy-only", action="store_true", help=argparse.SUPPRESS)  # refused, with what to do
     train.add_argument(
         "--hidden",
         type=int,
@@ -172,21 +168,23 @@ def _add_machine_options(train: argparse.ArgumentParser) -> None:
 
 
 def _play_parser(sub: _Commands) -> argparse.ArgumentParser:
-    play = sub.add_parser("play", help="play self-play games and write them (TinyChess: PGN; other games: JSON lines)")
+    play = sub.add_parser("play", help="play self-play games and write them (chess: PGN; other games: JSON lines)")
     play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
     play.add_argument(
         "--game", help="the game of a fresh model: tinychess (default), connect4 or MODULE:ATTR (a checkpoint: its own)"
     )
     play.add_argument("--games", type=int, default=64, help="games to play (default 64)")
-    play.add_argument(
-        "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
-    )
+    play.add_argument("--max-plies", type=int, help="ply cap (default: the run's; TinyChess 200)")
     play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model; default 0)")
     play.add_argument("--temperature", type=float, help="sampling temperature (default 1)")
     play.add_argument("--search", type=int, help=SEARCH_HELP)
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (default 1: play in this process)")
-    play.add_argument("--out", help="file to write (default selfplay.pgn; other games: selfplay.jsonl)")
+    play.add_argument(
+        "--out",
+        help="file to write: .jsonl, or the game's own format (chess: .pgn; default selfplay.pgn; other "
+        "games: selfplay.jsonl)",
+    )
     return play
 
 
@@ -209,14 +207,12 @@ def _eval_parser(sub: _Commands) -> argparse.ArgumentParser:
     ev.add_argument(
         "--temperature",
         type=float,
-        help="the model's sampling temperature, 0: greedy (default: TinyChess 0.1, others 0)",
+        help="the model's sampling temperature, 0: greedy (default 0)",
     )
     ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
     ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
     ev.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
-    ev.add_argument(
-        "--max-plies", type=int, help="ply cap (default: TinyChess 200, adjudicated by material; others: the run's)"
-    )
+    ev.add_argument("--max-plies", type=int, help="ply cap (default: the run's; TinyChess 200)")
     ev.add_argument(
         "--workers",
         type=int,
@@ -290,54 +286,21 @@ def _moves_parser(sub: _Commands) -> argparse.ArgumentParser:
 
 def _play(args: argparse.Namespace) -> int:
     from asp.app.checkpoint import model_from_checkpoint, new_model, run_config_of
-    from asp.app.evaluate import play_summary
     from asp.app.game_commands import game_play
-    from asp.app.game_config import GameRunConfig
+    from asp.app.game_config import defaults_for
     from asp.app.games import TINYCHESS
-    from asp.app.pgn import write_pgn
-    from asp.sync import play_games_parallel
-    from asp.tinychess import PlayConfig, TinyChess
 
     _check_game_options(args)
-    version = 0
-    state = None
     if args.checkpoint:
         if args.game is not None:
             raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
         model, state = model_from_checkpoint(args.checkpoint)
-        version = state["version"]
-        run_cfg = run_config_of(state)
-        if isinstance(run_cfg, GameRunConfig):
-            return game_play(args, model, version, run_cfg)
-    elif (args.game or TINYCHESS) != TINYCHESS:
-        import torch
+        return game_play(args, model, state["version"], run_config_of(state))
+    import torch
 
-        fresh = GameRunConfig(game=args.game)
-        torch.manual_seed(args.seed)
-        return game_play(args, new_model(fresh), 0, fresh)
-    else:
-        import torch
-
-        torch.manual_seed(args.seed)
-        model = TinyChess()
-    args.out = args.out or "selfplay.pgn"
-    check_output_file("--out", args.out)  # before any game is played
-    search, mate_in_one = how_it_plays(args, state, sampling=True)
-    cfg = PlayConfig(
-        n_games=args.games,
-        seed=args.seed,
-        max_plies=200 if args.max_plies is None else args.max_plies,
-        temperature=1.0 if args.temperature is None else args.temperature,
-        model_version=version,
-        mate_in_one=mate_in_one,
-        search=search,
-        samples=False,  # only written as PGN
-    )
-    records, stats = play_games_parallel(model, None, cfg, workers=args.workers)
-    with writing(args.out):
-        write_pgn(records, args.out)
-    print(play_summary(stats, args.out))
-    return 0
+    fresh = defaults_for(args.game or TINYCHESS)  # as asp train would start it
+    torch.manual_seed(args.seed)
+    return game_play(args, new_model(fresh), 0, fresh)
 
 
 _GAME_OPTIONS = (("games", 1, 10**6), ("max_plies", 1, 10_000), ("seed", 0, 2**63 - 1), ("workers", 1, 4096))
@@ -346,7 +309,7 @@ _GAME_OPTIONS = (("games", 1, 10**6), ("max_plies", 1, 10_000), ("seed", 0, 2**6
 
 def _check_game_options(args: argparse.Namespace) -> None:
     """ConfigError naming the first option of ``asp play``/``asp eval`` out of its range."""
-    from asp.tinychess.play import check_play_field
+    from asp.checks import check_number
 
     for name, low, high in _GAME_OPTIONS:
         value = getattr(args, name)
@@ -357,24 +320,7 @@ def _check_game_options(args: argparse.Namespace) -> None:
     if args.search and args.policy_only:
         raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
     if args.temperature is not None:
-        check_play_field("temperature", args.temperature, name="--temperature")
-
-
-def how_it_plays(
-    args: argparse.Namespace, state: dict[str, Any] | None, *, sampling: bool
-) -> tuple[SearchConfig | None, bool]:
-    """The search and the mate-in-one rule a checkpoint plays with: as its run was configured
-    (a fresh model: as ``asp train`` would), unless ``--search N`` or ``--policy-only`` says otherwise."""
-    from asp.app.checkpoint import run_config_of
-    from asp.app.game_commands import play_search
-    from asp.app.run_config import RunConfig
-
-    if args.policy_only:
-        return None, False
-    run = run_config_of(state) if state is not None else RunConfig()
-    # A run of TinyChessGame, as the opponent: its search takes its mates in one.
-    mates = run.mate_in_one if isinstance(run, RunConfig) else True
-    return play_search(run, args, sampling=sampling), mates
+        check_number("--temperature", args.temperature, 0.01, 100, also=(0,))
 
 
 _ENGINE_OPTIONS = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
@@ -400,20 +346,9 @@ def _engine_config(args: argparse.Namespace) -> EngineConfig | None:
     )
 
 
-def _checkpoint_name(path: str, version: int) -> str:
-    """A checkpoint as an opponent, in words fit for a PGN tag: ``asp model v3 of RUN``."""
-    where = Path(path).resolve()
-    run = where.name if where.is_dir() else where.parent.name
-    return f"asp model v{version} of " + (re.sub(r"[^\w.+-]", "_", run)[:80] or "a run")
-
-
 def _eval(args: argparse.Namespace) -> int:
     from asp.app.checkpoint import model_from_checkpoint, run_config_of
-    from asp.app.game_commands import game_eval, play_match, print_match
-    from asp.app.game_config import GameRunConfig
-    from asp.app.pgn import write_pgn
-    from asp.tinychess import PlayConfig
-    from asp.tinychess.openings import match_openings
+    from asp.app.game_commands import game_eval
 
     if args.ladder:
         return _ladder(args)
@@ -422,35 +357,7 @@ def _eval(args: argparse.Namespace) -> int:
     if args.pgn:
         check_output_file("--pgn", args.pgn)
     model, state = model_from_checkpoint(args.checkpoint)
-    run_cfg = run_config_of(state)
-    if isinstance(run_cfg, GameRunConfig):
-        return game_eval(args, model, state, run_cfg, engine_cfg)
-    opponent, name, described, opponent_state = _chess_opponent(args, engine_cfg)
-    opponent_version = 0 if opponent_state is None else opponent_state["version"]
-    opponent_search = None if opponent_state is None else how_it_plays(args, opponent_state, sampling=False)[0]
-    search, mate_in_one = how_it_plays(args, state, sampling=False)
-    cfg = PlayConfig(
-        n_games=args.games,
-        seed=args.seed,
-        max_plies=200 if args.max_plies is None else args.max_plies,
-        temperature=0.1 if args.temperature is None else args.temperature,
-        search=search,
-        opponent_search=opponent_search,
-        # The random mover samples uniformly at any temperature above 0; another checkpoint
-        # samples at the model's temperature; an engine has none.
-        opponent_temperature=1.0 if args.vs == "random" else None,
-        openings=() if args.from_start else match_openings(),
-        model_version=state["version"],
-        opponent_version=opponent_version,
-        mate_in_one=mate_in_one,
-        opponent_mate_in_one=False if args.vs == "random" else None,  # the random mover stays uniform
-        samples=False,
-    )
-    records = play_match(model, opponent, cfg, workers=args.workers)
-    if args.pgn:
-        with writing(args.pgn):
-            write_pgn(records, args.pgn, event="asp evaluation", opponent=name)
-    return print_match(args, state["version"], described, records, engine=engine_cfg is not None)
+    return game_eval(args, model, state, run_config_of(state), engine_cfg)
 
 
 def _ladder(args: argparse.Namespace) -> int:
@@ -471,32 +378,6 @@ def _ladder(args: argparse.Namespace) -> int:
         raise RunError(f"{where}: --ladder reads a run directory (its metrics.jsonl)")
     print(ladder_table(RunDir(where).read_metrics(), where))
     return 0
-
-
-def _chess_opponent(
-    args: argparse.Namespace, engine_cfg: EngineConfig | None
-) -> tuple[torch.nn.Module, str, str, dict[str, Any] | None]:
-    """``asp eval``'s opponent of a TinyChess run: ``(opponent, its name in the PGN, in words,
-    its checkpoint or None)``."""
-    from asp.app.checkpoint import model_from_checkpoint, run_config_of
-    from asp.app.game_config import GameRunConfig
-    from asp.app.games import TINYCHESS, load_game
-    from asp.tinychess.engine import EngineOpponent
-    from asp.tinychess.game import TinyChessGame
-    from asp.tinychess.opponents import GreedyMover, RandomMover
-
-    if args.vs == "random":
-        return RandomMover(), "random", "a random mover", None
-    if args.vs == "greedy":
-        return GreedyMover(), "greedy", "the one-ply material-greedy mover", None
-    if engine_cfg is not None:
-        engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
-        return engine, engine.opponent_name, engine.opponent_name, None
-    opponent, state = model_from_checkpoint(args.vs)
-    other = run_config_of(state)
-    if isinstance(other, GameRunConfig) and not isinstance(load_game(other.game), TinyChessGame):
-        raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {TINYCHESS}")
-    return opponent, _checkpoint_name(args.vs, state["version"]), f"{args.vs} (version {state['version']})", state
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -2,10 +2,9 @@
 writes it.
 
 The file is TOML, or JSON where its name ends in ``.json`` (a run's own ``config.json``).
-It holds the fields of the run's config: :class:`~asp.app.run_config.RunConfig` for
-TinyChess, :class:`~asp.app.game_config.GameRunConfig` for any other game, with the trainer
-in a ``[train]`` table, the engine in ``[eval_engine]``, the network in ``[network]`` (the
-fields of the game's network config; TinyChess's own runs: ``[model]``).
+It holds the fields of the run's config, :class:`~asp.app.game_config.GameRunConfig`, with
+the trainer in a ``[train]`` table, the engine in ``[eval_engine]``, the network in
+``[network]`` (the fields of the game's network config).
 A key left out keeps the game's default; an option on the command line overrides the file.
 
 >>> data = {"game": "connect4", "iterations": 2, "eval_engine": None, "train": {"lr": 0.001, "device": "auto"}}

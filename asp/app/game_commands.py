@@ -1,8 +1,8 @@
-"""``asp eval``, ``asp play`` and ``asp show`` for the runs of any game but TinyChess.
+"""``asp eval``, ``asp play`` and ``asp show`` of the runs of any game.
 
-The command line (:mod:`asp.app.cli`) sends a run here when its config names a game
-(:class:`~asp.app.game_config.GameRunConfig`); games are written one JSON object a line
-(:meth:`asp.games.Record.plain`, with the game's name), and ``asp show`` reads them back.
+The command line (:mod:`asp.app.cli`) parses the options and sends the run here; games are
+written one JSON object a line (:meth:`asp.games.Record.plain`, with the game's name), and
+``asp show`` reads them back; chess games also as PGN.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from asp.app.evaluate import match_result_of, play_summary
 from asp.app.game_config import GameRunConfig, match_starts
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
-from asp.app.run_config import RunConfig
-from asp.app.run_kinds import write_records
+from asp.app.game_run import write_records
 from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
@@ -34,17 +33,13 @@ from asp.tinychess.game import TinyChessGame
 __all__ = ["game_eval", "game_play", "game_show", "play_match", "play_search", "print_match"]
 
 
-def play_search(
-    cfg: RunConfig | GameRunConfig, args: argparse.Namespace, *, sampling: bool = False
-) -> SearchConfig | None:
+def play_search(cfg: GameRunConfig, args: argparse.Namespace, *, sampling: bool = False) -> SearchConfig | None:
     """The search a run's model plays to win with, or with ``sampling`` as it plays in
     self-play (its self-play simulations, Gumbel noise at the root): as the run was
     configured, unless ``--search N`` (0: none) or ``--policy-only`` says otherwise."""
     if getattr(args, "policy_only", False) or args.search == 0:
         return None
-    if args.search is not None and isinstance(cfg, RunConfig):
-        cfg = dataclasses.replace(cfg, search=args.search, eval_search=None)  # None: as in self-play
-    elif args.search is not None:
+    if args.search is not None:
         cfg = dataclasses.replace(cfg, search=args.search, eval_search=args.search)
     return cfg.search_cfg(sampling=sampling)
 
@@ -122,7 +117,7 @@ def _opponent(
     args: argparse.Namespace, game: Any, cfg: GameRunConfig, engine_cfg: EngineConfig | None
 ) -> tuple[torch.nn.Module, str, int, SearchConfig | None]:
     """``asp eval``'s opponent of a game run: ``(opponent, in words, its version, its search)``;
-    another checkpoint of the same game, or for chess, of a TinyChess run too."""
+    another checkpoint of the same game."""
     from asp.app.checkpoint import model_from_checkpoint, run_config_of
 
     movers = game.movers()
@@ -135,8 +130,7 @@ def _opponent(
         raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
     opponent, opponent_state = model_from_checkpoint(args.vs)
     other = run_config_of(opponent_state)
-    same = other.game == cfg.game if isinstance(other, GameRunConfig) else isinstance(game, TinyChessGame)
-    if not same:
+    if other.game != cfg.game and load_game(other.game, option=f"--vs {args.vs}: its game").name != game.name:
         raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
     version = opponent_state["version"]
     return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
@@ -145,9 +139,11 @@ def _opponent(
 def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cfg: GameRunConfig) -> int:
     """``asp play`` of a game: self-play games written as JSON lines to ``--out`` (and in the
     game's own format beside them, where it has one), or in the game's own format alone where
-    ``--out`` has its suffix (chess: ``.pgn``)."""
+    ``--out`` has its suffix (chess: ``.pgn``); by default to ``selfplay`` with the game's own
+    suffix, else ``selfplay.jsonl``."""
     game = load_game(cfg.game)
-    out = args.out or "selfplay.jsonl"
+    own = exported(game, [])  # the game's own format, if it has one: the default file's
+    out = args.out or "selfplay" + (own[0] if own is not None else ".jsonl")
     check_output_file("--out", out)
     search = play_search(cfg, args, sampling=True)
     play_cfg = PlayConfig(

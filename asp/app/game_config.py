@@ -1,4 +1,4 @@
-"""The configuration of a training run of any game but TinyChess: :class:`GameRunConfig`.
+"""The configuration of a training run of any game: :class:`GameRunConfig`.
 
 A run's config is written to its ``config.json`` when it starts and into every checkpoint;
 :meth:`GameRunConfig.from_dict` reads both back.
@@ -16,7 +16,6 @@ from typing import Any
 
 from asp.app.games import TINYCHESS, load_game
 from asp.app.matches import PAST_VERSION_GAMES
-from asp.app.run_config import RunConfig, fields_of
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games import PlayConfig, TrainConfig
@@ -29,8 +28,8 @@ __all__ = [
     "GAME_DEFAULTS",
     "VERSION_MATCH_RANDOM_PLIES",
     "GameRunConfig",
-    "config_from_dict",
     "defaults_for",
+    "fields_of",
     "match_starts",
     "network_config",
 ]
@@ -99,8 +98,8 @@ def network_config(game: Any, fields: dict[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class GameRunConfig:
-    """Everything that defines a training run of a game (:class:`asp.games.Game`) other than
-    TinyChess. Invalid values raise ConfigError."""
+    """Everything that defines a training run of a game (:class:`asp.games.Game`); ``asp
+    train`` starts from :func:`defaults_for` its game. Invalid values raise ConfigError."""
 
     game: str = "connect4"
     """The game: a shipped game's name, or ``MODULE:ATTR`` (see :func:`asp.app.games.load_game`)."""
@@ -237,6 +236,8 @@ class GameRunConfig:
         """The config that :meth:`to_dict` wrote; a field this asp does not know raises
         ConfigError naming it. A stored config without ``eval_precision`` reads as 0."""
         data = fields_of("GameRunConfig", cls, data)
+        if "game" not in data:
+            raise ConfigError("GameRunConfig.game is missing: a run's config names its game")
         data.setdefault("eval_precision", 0.0)  # a run stored before it played every evaluation game
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
         engine = data.pop("eval_engine", None)
@@ -266,12 +267,15 @@ def defaults_for(game: Any) -> GameRunConfig:
     return GameRunConfig(game=game, **GAME_DEFAULTS.get(load_game(game).name, {}))
 
 
-def config_from_dict(data: Any) -> RunConfig | GameRunConfig:
-    """A run's config from its ``config.json`` (or a checkpoint's ``config``): a
-    :class:`GameRunConfig` where it names a game other than TinyChess, else a RunConfig.
-
-    :raises ConfigError: a field that the config does not have, or a value out of range.
-    """
-    if isinstance(data, dict) and data.get("game", TINYCHESS) != TINYCHESS:
-        return GameRunConfig.from_dict(data)
-    return RunConfig.from_dict(data)
+def fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:
+    """``data`` as keyword arguments of the dataclass ``cls``; ConfigError names what is not one."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{owner} must be a mapping of its fields, got {type(data).__name__}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = [repr(key) for key in data if key not in names]
+    if unknown:
+        raise ConfigError(
+            f"{owner} has no field {', '.join(unknown)} (a run of another version of asp?); "
+            f"its fields: {', '.join(names)}"
+        )
+    return dict(data)

@@ -20,10 +20,10 @@ from asp.errors import ConfigError
 __all__ = ["GAMES", "TINYCHESS", "is_game", "load_game"]
 
 TINYCHESS = "tinychess"
-"""The default game, which ``asp`` trains with its own session (:mod:`asp.app.session`)."""
+"""The default game: chess, with TinyChess's network (:class:`~asp.tinychess.game.TinyChessGame`)."""
 
-GAMES = {"connect4": "asp.connect4:ConnectFour"}
-"""The shipped games other than TinyChess, by name: where their :class:`~asp.games.Game` is."""
+GAMES = {TINYCHESS: "asp.tinychess.game:TinyChessGame", "connect4": "asp.connect4:ConnectFour"}
+"""The shipped games, by name: where their :class:`~asp.games.Game` is."""
 
 _METHODS = ("start", "to_move", "status", "actions", "apply", "encode", "network", "action_text", "parse_action",
             "state_text", "parse_state", "show", "symmetries", "movers")  # fmt: skip
@@ -47,7 +47,7 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
     where = GAMES.get(spec, spec)
     module_name, colon, attr = where.partition(":")
     if not colon or not module_name or not attr:
-        raise ConfigError(f"{option} {spec!r}: not a game: {TINYCHESS}, {', '.join(GAMES)}, or MODULE:ATTR "
+        raise ConfigError(f"{option} {spec!r}: not a game: {', '.join(GAMES)}, or MODULE:ATTR "
                           "(a Game class or object)")  # fmt: skip
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # spawn workers inherit sys.path: they find the module too

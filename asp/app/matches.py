@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -33,6 +35,7 @@ __all__ = [
     "PAST_VERSION_GAMES",
     "ROUND_GAMES",
     "Match",
+    "endings",
     "matches_metrics",
     "play_match",
     "play_matches",
@@ -136,10 +139,32 @@ async def play_matches(
 
 def matches_metrics(played: dict[str, Match]) -> dict[str, Any]:
     """Each match of :func:`play_matches` as ``name/...`` metrics: its score, W/D/L and Elo
-    (:func:`~asp.app.metrics.match_metrics`), its seconds and its workers' seconds."""
+    (:func:`~asp.app.metrics.match_metrics`), how its games ended (:func:`endings`), its
+    seconds and its workers' seconds."""
     line: dict[str, Any] = {}
     for prefix, match in played.items():
         line.update(match_metrics(prefix, match_result_of(match.records)))
+        line[f"{prefix}/endings"] = endings(match.records)
         line[f"{prefix}/seconds"] = match.seconds
         line[f"{prefix}/worker_seconds"] = match.worker_seconds
     return line
+
+
+def endings(records: Sequence[Any]) -> dict[str, int]:
+    """How the scored games of a match ended, from the model's side: counts keyed
+    ``outcome/termination`` (``rules``: the game's rules ended it; ``max_plies``: cut at the
+    ply cap, drawn). Games that were not scored (a mover's failure) are left out, as in the
+    score.
+
+    >>> from asp.games import Record
+    >>> game = lambda result, termination: Record(0, "", [], result, termination, "model", "random", 0)
+    >>> endings([game(0.5, "max_plies"), game(0.0, "rules"), game(0.5, "max_plies"), game(0.5, "engine_failure")])
+    {'draw/max_plies': 2, 'loss/rules': 1}
+    """
+    names = {1.0: "win", 0.5: "draw", 0.0: "loss"}
+    counts = Counter(
+        f"{names[points]}/{record.termination}"
+        for record in records
+        if not record.failed and (points := record.model_score()) is not None
+    )
+    return dict(sorted(counts.items()))

@@ -69,11 +69,7 @@ def moves_command(args: argparse.Namespace) -> int:
     path = Path(args.positions)
     lines = read_positions(path)
     model, state = model_from_checkpoint(args.checkpoint)
-    cfg = run_config_of(state)
-    if isinstance(cfg, GameRunConfig):
-        found = _game_moves(path, lines, model, cfg, args)
-    else:
-        found = _chess_moves(path, lines, model, state, args)
+    found = _game_moves(path, lines, model, run_config_of(state), args)
     for position, move in found:
         print(f"{position} {move}")  # noqa: T201
     return 0
@@ -113,29 +109,3 @@ def _game_position(game: Any, path: Path, number: int, text: str) -> tuple[str, 
             raise ConfigError(f"{path}:{number}: the game is over in {candidate!r}: no move to play")
         return candidate, state
     raise AssertionError("unreachable: the last candidate raises or returns")
-
-
-def _chess_moves(
-    path: Path, lines: list[tuple[int, str]], model: torch.nn.Module, state: dict[str, Any], args: argparse.Namespace
-) -> list[tuple[str, str]]:
-    from asp.app.cli import how_it_plays
-    from asp.tinychess import PlayConfig, play_games
-    from asp.tinychess.play import check_play_field
-
-    for number, fen in lines:
-        check_play_field("openings", (fen,), name=f"{path}:{number}")
-    search, mate_in_one = how_it_plays(args, state, sampling=False)
-    play_cfg = PlayConfig(
-        n_games=len(lines),
-        openings=tuple(fen for _, fen in lines),
-        max_plies=1,
-        temperature=0.0,
-        search=search,
-        mate_in_one=mate_in_one,
-        samples=False,
-    )
-    records, _ = play_games(model, None, play_cfg)
-    for (number, fen), record in zip(lines, records, strict=True):
-        if not record.moves:
-            raise ConfigError(f"{path}:{number}: the game is over in {fen!r} ({record.termination}): no move to play")
-    return [(fen, record.moves[0]) for (_, fen), record in zip(lines, records, strict=True)]

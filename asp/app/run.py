@@ -6,7 +6,7 @@ A run directory holds::
     config.json      the run's configuration, written once when the run starts
     metrics.jsonl    one JSON line per iteration
     log.jsonl        the run's structlog events as JSON lines
-    games/iter-NNNN.pgn   each iteration's games (TinyChess; other games: .jsonl, a record a line)
+    games/iter-NNNN.jsonl each iteration's games, a record a line (chess: the same as PGN beside)
     versions/vNNNNNN.pt   the weights of version 0 and of each evaluated version (RUN@VERSION)
     curves.png       losses, score against a random mover, plies/s
 
@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
-from asp.app.game_config import GameRunConfig, config_from_dict
+from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint
+from asp.app.game_config import GameRunConfig
+from asp.app.legacy import LEGACY_FORMAT, NOT_RESUMED, is_legacy
 from asp.app.outputs import writing
-from asp.app.run_config import RunConfig
 from asp.atomic import write_text_atomic
 
 __all__ = ["RunDir"]
@@ -52,10 +52,10 @@ class RunDir:
     def curves(self) -> Path:
         return self.path / "curves.png"
 
-    def games(self, iteration: int, *, suffix: str = ".pgn") -> Path:
+    def games(self, iteration: int, *, suffix: str = ".jsonl") -> Path:
         return self.path / "games" / f"iter-{iteration:04d}{suffix}"
 
-    def create(self, cfg: RunConfig | GameRunConfig) -> None:
+    def create(self, cfg: GameRunConfig) -> None:
         """Start a new run here. Refuses a directory that already holds a run."""
         if self.checkpoint.exists() or (self.path / "config.json").exists():
             raise RunError(
@@ -64,15 +64,26 @@ class RunDir:
         (self.path / "games").mkdir(parents=True, exist_ok=True)
         write_text_atomic(self.path / "config.json", json.dumps(cfg.to_dict(), indent=2) + "\n")
 
-    def stored_config(self) -> RunConfig | GameRunConfig:
-        """The config the run was started with (from its checkpoint, else config.json)."""
+    def stored_config(self) -> GameRunConfig:
+        """The config the run was started with (from its checkpoint, else config.json), to
+        resume it.
+
+        :raises RunError: no run there, a config that does not read, or an older asp's
+            TinyChess run (:mod:`asp.app.legacy`: it does not resume).
+        """
         if self.checkpoint.exists():
-            return run_config_of(load_checkpoint(self.checkpoint))
+            state = load_checkpoint(self.checkpoint)
+            if state["format"] == LEGACY_FORMAT:
+                raise RunError(f"{self.path}: {NOT_RESUMED}")
+            return GameRunConfig.from_dict(state["config"])
         config = self.path / "config.json"
         if not config.exists():
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
         try:
-            return config_from_dict(json.loads(config.read_text()))
+            data = json.loads(config.read_text())
+            if is_legacy(data):
+                raise RunError(f"{self.path}: {NOT_RESUMED}")
+            return GameRunConfig.from_dict(data)
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise RunError(f"{config}: not a run config ({type(e).__name__}: {e})") from None
 

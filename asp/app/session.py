@@ -3,7 +3,7 @@
 :func:`train_session` is the main job of asp: it plays and trains with :class:`asp.Pipeline`,
 evaluates, and after every iteration writes the iteration's games, the curves, a metrics
 line and an atomic checkpoint. What depends on the game (its network, trainer, evaluations
-and games file) comes from the run's :class:`~asp.app.run_kinds.RunKind`.
+and games file) comes from the run's :class:`~asp.app.game_run.GameRun`.
 """
 
 from __future__ import annotations
@@ -32,12 +32,11 @@ from asp.app.checkpoint import (
     version_path,
 )
 from asp.app.game_config import GameRunConfig
+from asp.app.game_run import GameRun
 from asp.app.ladder import ladder_metrics, past_versions
 from asp.app.loop_watch import LoopWatch
 from asp.app.metrics import metrics_line
 from asp.app.run import RunDir
-from asp.app.run_config import RunConfig
-from asp.app.run_kinds import RunKind, run_kind
 from asp.app.tensorboard import TENSORBOARD, write_scalars
 from asp.app.writer import Writer
 from asp.pipeline import IterationReport, Pipeline
@@ -55,7 +54,7 @@ Progress = Callable[[str, dict[str, Any]], None]
 
 async def train_session(
     run: RunDir,
-    cfg: RunConfig | GameRunConfig,
+    cfg: GameRunConfig,
     *,
     resume: bool,
     workers: int | None = None,
@@ -73,7 +72,7 @@ async def train_session(
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
     ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`);
     ``trainer_threads`` sets torch's thread count in this process for the session;
-    ``engine_path`` is where the engine of a TinyChess run's ``cfg.eval_engine`` is (None:
+    ``engine_path`` is where the engine of a chess run's ``cfg.eval_engine`` is (None:
     look for Stockfish). Without an engine, the run trains and evaluates against the movers
     only, and says so. ``tensorboard``: each metrics line also goes to TensorBoard event files
     in the run directory (:mod:`asp.app.tensorboard`).
@@ -83,7 +82,7 @@ async def train_session(
     if trainer_threads is not None:
         torch.set_num_threads(trainer_threads)
     try:
-        kind = run_kind(cfg, engine_path=engine_path)
+        kind = GameRun(cfg, engine_path=engine_path)
         selfplay = functools.partial(
             SelfPlay, workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
         )
@@ -93,7 +92,7 @@ async def train_session(
 
 
 async def _session(
-    run: RunDir, kind: RunKind, resume: bool, new_selfplay: Callable[[], SelfPlay], notify: Progress,
+    run: RunDir, kind: GameRun, resume: bool, new_selfplay: Callable[[], SelfPlay], notify: Progress,
     tensorboard: bool,
 ) -> list[dict[str, Any]]:  # fmt: skip
     cfg = kind.cfg
@@ -161,7 +160,7 @@ class _Saver:
     :data:`MAX_PENDING_SAVES` behind); a save cut short by a stop leaves its files whole."""
 
     def __init__(
-        self, run: RunDir, kind: RunKind, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer,
+        self, run: RunDir, kind: GameRun, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer,
         notify: Progress, *, tensorboard: bool = False,
     ) -> None:  # fmt: skip
         self.run, self.kind, self.history = run, kind, history
@@ -286,10 +285,10 @@ def _kept_networks(run: RunDir, versions: list[int]) -> list[tuple[int, torch.nn
     return [(v, model_from_checkpoint(version_path(run.path, v))[0]) for v in versions]
 
 
-def check_resumable(run: RunDir, cfg: RunConfig | GameRunConfig) -> None:
+def check_resumable(run: RunDir, cfg: GameRunConfig) -> None:
     """Raise RunError if ``run`` cannot be resumed with ``cfg``; reads and changes no file but
     the checkpoint and metrics it reads (as :func:`train_session` with ``resume=True`` would)."""
-    kind = run_kind(cfg)
+    kind = GameRun(cfg)
     rng = torch.get_rng_state()
     try:
         model = kind.new_model()
@@ -298,7 +297,7 @@ def check_resumable(run: RunDir, cfg: RunConfig | GameRunConfig) -> None:
         torch.set_rng_state(rng)
 
 
-def _restore(run: RunDir, kind: RunKind, model: torch.nn.Module, trainer: Any) -> Restored:
+def _restore(run: RunDir, kind: GameRun, model: torch.nn.Module, trainer: Any) -> Restored:
     """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
     run stopped before its first checkpoint starts again at iteration 0). Writes no file.
 

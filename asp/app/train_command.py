@@ -27,6 +27,7 @@ from asp.errors import ConfigError
 from asp.log import configure_logging
 
 if TYPE_CHECKING:
+    from asp.app.game_config import GameRunConfig
     from asp.app.run import RunDir
     from asp.tinychess.engine import EngineConfig
 
@@ -70,7 +71,7 @@ _ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "engine")
 ``--eval-vs stockfish``)."""
 
 
-def train_config(args: argparse.Namespace) -> Any:
+def train_config(args: argparse.Namespace) -> tuple[GameRunConfig, dict[str, Any]]:
     """The run's config from ``asp train``'s options, and the fields the options changed.
 
     The config starts from the game's defaults, with the settings of ``--config FILE`` over
@@ -80,78 +81,14 @@ def train_config(args: argparse.Namespace) -> Any:
         the file that the config does not have or a value out of range, named as the key.
     """
     from asp.app.config_file import read_config_file
-    from asp.app.games import TINYCHESS
+    from asp.app.game_config import defaults_for, network_config
+    from asp.app.games import TINYCHESS, load_game
+    from asp.tinychess.game import TinyChessGame
 
     given = read_config_file(args.config) if args.config else {}
     game = args.game or given.get("game", TINYCHESS)
     if not isinstance(game, str):
         raise ConfigError(f"--config {args.config}: game must be a game's name or MODULE:ATTR, got {game!r}")
-    if game != TINYCHESS:
-        return _game_train_config(args, game, given)
-    from asp.app.run_config import RunConfig
-    from asp.tinychess.model import ModelConfig
-    from asp.tinychess.train import TrainConfig
-
-    base = _with_file(RunConfig(), given, args.config)
-    changes: dict[str, Any] = {}
-    for option in (
-        "iterations",
-        "games",
-        "seed",
-        "max_plies",
-        "eval_every",
-        "eval_games",
-        "eval_precision",
-        "max_staleness",
-        "eval_search",
-    ):
-        _take_option(args, option, base, changes)
-    if args.sequential:
-        changes["overlap"] = False
-    if args.search is not None:
-        changes["search"] = args.search
-        _named_option("search", functools.partial(dataclasses.replace, base, search=args.search))
-    if args.policy_only:
-        if args.search:
-            raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
-        if args.eval_search:
-            raise ConfigError(
-                f"--policy-only plays without search: drop --eval-search {args.eval_search} or --policy-only"
-            )
-        changes["mate_in_one"] = False
-        changes["search"] = 0
-    if changes.get("search") == 0 and args.eval_search is None:
-        changes["eval_search"] = 0  # no search in self-play: none when it plays to win either
-    engine = _train_engine_config(args)
-    if engine is not None:
-        changes["eval_engine"] = engine
-    if args.hidden is not None:
-        changes["model"] = _named_option("hidden", lambda: ModelConfig(hidden=args.hidden))
-    if args.device is not None:
-        changes["train"] = _named_option("device", lambda: TrainConfig(device=args.device))
-    return dataclasses.replace(base, **changes), changes
-
-
-def _with_file(defaults: T, given: dict[str, Any], where: str | None) -> T:
-    """``defaults`` (a run config) with the settings ``given`` by the config file ``where``
-    over them; ConfigError naming the file and the key."""
-    from asp.app.config_file import merged
-
-    if not given:
-        return defaults
-    data = merged(defaults.to_dict(), {**given, "game": defaults.game}, str(where))  # type: ignore[attr-defined]
-    try:
-        return type(defaults).from_dict(data)  # type: ignore[attr-defined, no-any-return]
-    except ConfigError as e:
-        raise ConfigError(f"--config {where}: {e}") from None
-
-
-def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, Any]) -> Any:
-    """:func:`train_config` of a game other than TinyChess (a :class:`GameRunConfig`)."""
-    from asp.app.game_config import defaults_for, network_config
-    from asp.app.games import load_game
-    from asp.tinychess.game import TinyChessGame
-
     # A game that cannot be loaded is the user's mistake, said before anything else and
     # named where it was given: the option, else the config file.
     loaded = load_game(game, option="--game" if args.game else f"--config {args.config}: game")
@@ -160,11 +97,14 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
     if engine and not isinstance(loaded, TinyChessGame):
         raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game of chess only, not --game {game}")
     if args.policy_only:
-        raise ConfigError(f"--policy-only applies to --game tinychess only, not --game {game}")
+        raise ConfigError(
+            "--policy-only: asp train always searches (it trains on the search's improved policy); "
+            "asp eval, play and moves --policy-only play the network alone"
+        )
     if args.search == 0:
-        raise ConfigError(f"--search must be in 1..10000 for --game {game}: it trains on the search's improved policy")
-    base = _with_file(defaults_for(game), settings, args.config)
-    changes: dict[str, Any] = {"game": game}
+        raise ConfigError("--search must be in 1..10000: asp train trains on the search's improved policy")
+    base = _with_file(defaults_for(game), given, args.config)
+    changes: dict[str, Any] = {"game": game} if args.game else {}  # a resumed run keeps its own
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
                    "max_staleness", "search", "eval_search"):  # fmt: skip
         _take_option(args, option, base, changes)
@@ -183,6 +123,21 @@ def _game_train_config(args: argparse.Namespace, game: str, settings: dict[str, 
         changes["network"] = {**base.network, "hidden": args.hidden}
         _named_option("hidden", functools.partial(network_config, loaded, changes["network"]))
     return dataclasses.replace(base, **changes), changes
+
+
+def _with_file(defaults: GameRunConfig, given: dict[str, Any], where: str | None) -> GameRunConfig:
+    """``defaults`` (a run config) with the settings ``given`` by the config file ``where``
+    over them; ConfigError naming the file and the key."""
+    from asp.app.config_file import merged
+    from asp.app.game_config import GameRunConfig
+
+    if not given:
+        return defaults
+    data = merged(defaults.to_dict(), {**given, "game": defaults.game}, str(where))
+    try:
+        return GameRunConfig.from_dict(data)
+    except ConfigError as e:
+        raise ConfigError(f"--config {where}: {e}") from None
 
 
 def _take_option(args: argparse.Namespace, option: str, base: Any, changes: dict[str, Any]) -> None:
@@ -255,14 +210,11 @@ def _print_config(args: argparse.Namespace, cfg: Any, changes: dict[str, Any]) -
     return 0
 
 
-def _game_name(cfg: Any) -> str:
+def _game_name(cfg: GameRunConfig) -> str:
     """The name of the run's game: the default run directory's name."""
-    from asp.app.game_config import GameRunConfig
     from asp.app.games import load_game
 
-    if isinstance(cfg, GameRunConfig):
-        return str(load_game(cfg.game).name)
-    return "tinychess"
+    return str(load_game(cfg.game).name)
 
 
 def _check_run_files(run: RunDir) -> None:

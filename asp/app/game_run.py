@@ -1,11 +1,8 @@
-"""What a training session needs to know of the game it trains: :class:`RunKind`.
+"""What a training session needs to know of the game it trains: :class:`GameRun`.
 
 The session (:mod:`asp.app.session`) is the same for every game: pipeline, checkpoints,
-metrics, curves. What differs is here: the network and trainer a run starts with, the
-self-play config of an iteration, the evaluations, and how the games are written.
-:class:`ChessRun` is TinyChess's (its own trainer, the random and greedy movers, Stockfish,
-PGN files); :class:`GameRun` is any :class:`~asp.games.Game`'s (:class:`asp.games.Trainer`,
-the game's movers, a JSON line a game).
+metrics, curves. What depends on the game is here: the network and trainer a run starts
+with, the self-play config of an iteration, the evaluations, and how the games are written.
 """
 
 from __future__ import annotations
@@ -16,30 +13,24 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 import torch
 
-from asp.app.chess_matches import EVAL_PRIORITY, evaluate_vs_engine, evaluate_vs_movers
 from asp.app.evaluate import match_result_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
 from asp.app.matches import matches_metrics, play_matches
-from asp.app.pgn import write_pgn
-from asp.app.run_config import RunConfig
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError, ShardFailed
-from asp.games import Record
-from asp.games import Trainer as GameTrainer
+from asp.games import Record, Trainer
 from asp.games.protocol import exported
 from asp.selfplay import SelfPlay
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.game import TinyChessGame
-from asp.tinychess.model import TinyChess
-from asp.tinychess.train import Trainer
 
-__all__ = ["ChessRun", "GameRun", "Past", "RunKind", "run_kind", "write_records"]
+__all__ = ["EVAL_PRIORITY", "GameRun", "Past", "write_records"]
 
 log = structlog.get_logger("asp.train")
 
@@ -47,48 +38,9 @@ Past = Sequence[tuple[int, torch.nn.Module]]
 """Versions a run keeps that an evaluation also plays: ``(version, network)``."""
 
 
-class RunKind(Protocol):
-    """The game-specific part of a training session."""
-
-    cfg: Any
-    """The run's config: :class:`~asp.app.run_config.RunConfig` or
-    :class:`~asp.app.game_config.GameRunConfig`."""
-    games_suffix: str
-    """The suffix of an iteration's games file (``.pgn``, ``.jsonl``)."""
-    note: str | None
-    """What the run will not do that its config asks for (an engine not found), or None."""
-
-    def new_model(self) -> torch.nn.Module:
-        """A fresh network (drawing from torch's generator)."""
-        ...
-
-    def new_trainer(self, model: torch.nn.Module) -> Any:
-        """The trainer of ``model``: ``train(records)``, ``optimizer``, ``rng``, ``steps``,
-        ``window_state()`` and ``load_window()``."""
-        ...
-
-    def play_cfg(self, iteration: int, version: int) -> Any:
-        """The self-play config of ``iteration``, played by ``version``."""
-        ...
-
-    async def evaluate(
-        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
-    ) -> dict[str, Any]:
-        """The evaluations of ``model`` (of ``version``) as metrics: against the movers, and
-        against each ``(version, network)`` of ``past`` (``eval_v<N>/...``)."""
-        ...
-
-    def games_writer(self) -> Any:
-        """A function ``(plain records, path)`` at a module's top level that writes an
-        iteration's games (run in the writer process)."""
-        ...
-
-
-def run_kind(cfg: RunConfig | GameRunConfig, *, engine_path: str | None = None) -> RunKind:
-    """The :class:`RunKind` of the run ``cfg``."""
-    if isinstance(cfg, GameRunConfig):
-        return GameRun(cfg, engine_path=engine_path)
-    return ChessRun(cfg, engine_path=engine_path)
+EVAL_PRIORITY = 1
+"""Evaluation games go to free workers before self-play's: an iteration's metrics line and
+checkpoint wait for its evaluation, not for the next iteration's games."""
 
 
 def _engine_of(wanted: EngineConfig | None, engine_path: str | None) -> tuple[EngineOpponent | None, str | None]:
@@ -102,37 +54,6 @@ def _engine_of(wanted: EngineConfig | None, engine_path: str | None) -> tuple[En
     except EngineNotFound as e:
         log.warning("engine_eval_skipped", reason=str(e))
         return None, f"no evaluation against {wanted.describe()}: {e}"
-
-
-class ChessRun:
-    """TinyChess: its network and trainer; evaluations against the random mover, the greedy
-    mover and, when the run asks and it is found, an engine; games as PGN."""
-
-    games_suffix = ".pgn"
-
-    def __init__(self, cfg: RunConfig, *, engine_path: str | None = None) -> None:
-        self.cfg = cfg
-        self.engine, self.note = _engine_of(cfg.eval_engine, engine_path)
-
-    def new_model(self) -> torch.nn.Module:
-        return TinyChess(self.cfg.model)
-
-    def new_trainer(self, model: torch.nn.Module) -> Trainer:
-        return Trainer(model, self.cfg.train)
-
-    def play_cfg(self, iteration: int, version: int) -> Any:
-        return self.cfg.play_cfg(iteration, version)
-
-    async def evaluate(
-        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
-    ) -> dict[str, Any]:
-        line = await evaluate_vs_movers(selfplay, model, self.cfg, version, past)
-        if self.engine is not None:
-            line.update(await evaluate_vs_engine(selfplay, model, self.cfg, version, self.engine))
-        return line
-
-    def games_writer(self) -> Any:
-        return write_pgn
 
 
 class GameRun:
@@ -155,8 +76,8 @@ class GameRun:
         model: torch.nn.Module = self.cfg.new_network(self.game)
         return model
 
-    def new_trainer(self, model: torch.nn.Module) -> GameTrainer:
-        return GameTrainer(model, self.game, self.cfg.train)
+    def new_trainer(self, model: torch.nn.Module) -> Trainer:
+        return Trainer(model, self.game, self.cfg.train)
 
     def play_cfg(self, iteration: int, version: int) -> Any:
         return self.cfg.play_cfg(self.game, iteration, version)
