@@ -1,26 +1,28 @@
 """How a checkpoint's games against the random mover end, and the mates in one it leaves.
 
-Replays a run's evaluation against the uniformly random mover (``RunConfig.eval_cfg``: same
-games, seed and temperature as the run's own evaluations, so the final evaluation of a
+Replays a run's evaluation against the uniformly random mover (``GameRunConfig.eval_cfg``:
+same games, seed and search as the run's own evaluations, so the final evaluation of a
 finished run is played again move for move) on one thread, and prints:
 
-1. the score and ``endings``, the counts that ``metrics.jsonl`` keeps as ``eval/endings``
-   (a win by ``max_plies`` is an adjudication by material at the ply cap, not a mate);
+1. the score and how the games ended, from the model's side: ``endings`` as ``metrics.jsonl``
+   keeps them (``eval/endings``: ``rules`` or ``max_plies``, a cut game drawn), with the
+   rule that ended a game named (``win/checkmate``, ``draw/stalemate``...);
 2. the mean game length;
 3. for each side, the positions in which it had a mate in one, and how often it played one.
 
-The third is what the score is made of: a model that does not mate wins at the ply cap, and
+The third is what the score is made of: a model that does not mate draws at the ply cap, and
 the random mover gets a hundred moves in which to stumble on a mate. It always exits 0.
 
     python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--policy-only] [--json out.json]
 
-``--policy-only`` plays the network alone, without the run's search and without its
-mate-in-one rule (as ``asp eval --policy-only``), to see what the network itself has learnt.
+``--policy-only`` plays the network alone, without the run's search (as ``asp eval
+--policy-only``), to see what the network itself has learnt.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import statistics
@@ -30,20 +32,23 @@ import chess
 import torch
 
 from asp.app.checkpoint import model_from_checkpoint, run_config_of
-from asp.app.chess_matches import endings
-from asp.app.run_config import RunConfig
-from asp.tinychess import MODEL, GameRecord, PlayConfig, play_games
+from asp.app.game_config import GameRunConfig
+from asp.app.games import load_game
+from asp.games import MODEL, PlayConfig, Record, play_games
 from asp.tinychess.mates import mating_moves
-from asp.tinychess.opponents import RandomMover
 
 
-def mates_in_one(records: list[GameRecord]) -> dict[str, dict[str, int]]:
-    """Per side (``model``, ``opponent``): positions with a mate in one on the board, and mates played."""
+def replayed(records: list[Record]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """How the scored games ended, named by the rule of chess that ended them; and per side
+    (``model``, ``opponent``) the positions with a mate in one on the board, and mates played."""
+    names = {1.0: "win", 0.5: "draw", 0.0: "loss"}
+    ended: collections.Counter[str] = collections.Counter()
     counts = {side: {"positions": 0, "played": 0} for side in ("model", "opponent")}
     for record in records:
-        board = chess.Board(record.start_fen)
+        board = chess.Board(record.start)
+        first = board.turn
         for uci in record.moves:
-            mover = record.white if board.turn == chess.WHITE else record.black
+            mover = record.first if board.turn == first else record.second
             side = counts["model" if mover == MODEL else "opponent"]
             legal = list(board.legal_moves)
             mates = {legal[i].uci() for i in mating_moves(board, legal)}
@@ -51,52 +56,56 @@ def mates_in_one(records: list[GameRecord]) -> dict[str, dict[str, int]]:
                 side["positions"] += 1
                 side["played"] += uci in mates
             board.push_uci(uci)
-    return counts
+        points = record.model_score()
+        if points is not None:
+            outcome = board.outcome()
+            how = outcome.termination.name.lower() if outcome is not None else record.termination
+            ended[f"{names[points]}/{how}"] += 1
+    return dict(sorted(ended.items())), counts
 
 
 def endings_config(
-    cfg: RunConfig, version: int, games: int | None, temperature: float | None, policy_only: bool
+    cfg: GameRunConfig, game: Any, version: int, games: int | None, temperature: float | None, policy_only: bool
 ) -> PlayConfig:
     """The run's evaluation against the random mover, with the games and temperature asked for;
-    ``policy_only``: the network alone (no search, no mate-in-one rule)."""
-    play = cfg.eval_cfg(version)
+    ``policy_only``: the network alone (no search)."""
+    play = cfg.eval_cfg(game, version)
     if games is not None:
         play = dataclasses.replace(play, n_games=games)
     if temperature is not None:
         play = dataclasses.replace(play, temperature=temperature)
     if policy_only:
-        play = dataclasses.replace(play, search=None, mate_in_one=False)
+        play = dataclasses.replace(play, search=None)
     return play
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", help="run directory or checkpoint file")
+    parser.add_argument("run", help="run directory or checkpoint file (of a game of chess)")
     parser.add_argument("--games", type=int, default=None, help="games (default: the run's eval_games)")
     parser.add_argument("--temperature", type=float, default=None, help="model's temperature (default: the run's)")
-    parser.add_argument("--policy-only", action="store_true", help="the network alone: no search, no mate-in-one rule")
+    parser.add_argument("--policy-only", action="store_true", help="the network alone: no search")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
     model, state = model_from_checkpoint(args.run)
-    play = endings_config(run_config_of(state), int(state["version"]), args.games, args.temperature, args.policy_only)
-    records, stats = play_games(model, RandomMover(), play)
+    cfg = run_config_of(state)
+    game = load_game(cfg.game)
+    play = endings_config(cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only)
+    records, stats = play_games(model, game.movers()["random"], play)
+    ended, mates = replayed(records)
     report: dict[str, Any] = {
         "run": args.run,
         "games": len(records),
         "temperature": play.temperature,
-        "mate_in_one": play.mate_in_one,
         "search": 0 if play.search is None else play.search.simulations,
         "score": stats["score"],
-        "endings": endings(records),
+        "endings": ended,
         "mean_plies": round(statistics.fmean(len(r.moves) for r in records), 1),
-        "mates_in_one": mates_in_one(records),
+        "mates_in_one": mates,
     }
-    if play.search is not None:
-        how = f"searching {play.search.simulations} simulations a move"
-    else:
-        how = f"the network {'with' if play.mate_in_one else 'without'} the mate-in-one rule"
+    how = "the network alone" if play.search is None else f"searching {play.search.simulations} simulations a move"
     print(f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}, {how}")
     for key, n in sorted(report["endings"].items(), key=lambda kv: -kv[1]):
         print(f"  {key:28s} {n:5d}")

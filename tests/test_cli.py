@@ -27,8 +27,7 @@ import torch
 from helpers import pgn_games, process_group, survivors
 
 from asp.app.checkpoint import kept_versions, load_checkpoint
-from asp.app.run_config import RunConfig
-from asp.tinychess.model import ModelConfig
+from asp.app.game_config import GameRunConfig
 
 RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
 TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
@@ -171,10 +170,9 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     )
     assert re.search(last, result.stderr, re.M), result.stderr
 
-    cfg = RunConfig.from_dict(json.loads((run / "config.json").read_text()))
+    cfg = GameRunConfig.from_dict(json.loads((run / "config.json").read_text()))
     assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.eval_games, cfg.overlap) == (2, 8, 20, 8, True)
-    assert cfg.mate_in_one  # the model takes its mates in one unless told --policy-only
-    assert cfg.model == ModelConfig(hidden=16)
+    assert (cfg.game, cfg.network) == ("tinychess", {"hidden": 16})
 
     state = checkpoint(run)
     assert (state["next_iteration"], state["version"]) == (2, 2)
@@ -198,7 +196,7 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert lines[1]["eval/version"] == 2 and lines[1]["eval_v0/games"] == 8
     assert set(lines[1]["ladder"]) == {"random", "greedy", "v0", "v2"} and lines[1]["ladder"]["random"][0] == 0
     assert lines[1]["ladder/elo"] == lines[1]["ladder"]["v2"][0]
-    endings = lines[1]["eval/endings"]  # e.g. {"draw/max_plies": 5, "win/checkmate": 1, ...}
+    endings = lines[1]["eval/endings"]  # e.g. {"draw/max_plies": 5, "win/rules": 1, ...}
     assert sum(endings.values()) == 8
     assert sum(n for key, n in endings.items() if key.startswith("win/")) == lines[1]["eval/wins"]
 
@@ -611,7 +609,7 @@ def test_resuming_with_another_model_width_is_a_usage_error_and_changes_nothing(
     before = files(run_copy)
     result = asp("train", "--resume", str(run_copy), "--hidden", "32", "--iterations", "3", "--workers", "2",
                  "--no-progress", cwd=run_copy.parent)  # fmt: skip
-    _assert_usage_error(result, run_copy, "hidden=32", "differs")
+    _assert_usage_error(result, run_copy, "network={'hidden': 32}", "differs")
     assert files(run_copy) == before
 
 
@@ -638,7 +636,7 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
     result = ok(asp("eval", str(overlapped.whole), "--games", "8", "--max-plies", "20", cwd=tmp_path))
     line = result.stdout.strip()
     found = re.search(
-        r"\(version 2\) against a random mover: score (\d\.\d{3}) \(\+(\d+) =(\d+) -(\d+) of 8\), "
+        r"\(version 2\) against the random mover: score (\d\.\d{3}) \(\+(\d+) =(\d+) -(\d+) of 8\), "
         r"Elo (?:([+-]\d+) \[95%: ([+-]\d+), ([+-]\d+)\]|([<>]) [+-]\d+ \(95%\))",
         line,
     )
@@ -654,26 +652,16 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
         assert low <= elo <= high
 
 
-def test_policy_only_trains_and_plays_without_the_mate_in_one_rule() -> None:
+def test_asp_train_trains_tinychess_through_the_game_seam_and_always_searches() -> None:
     from asp.app.cli import _parser
+    from asp.app.game_config import defaults_for
     from asp.app.train_command import train_config
+    from asp.errors import ConfigError
 
-    cfg, changes = train_config(_parser().parse_args(["train", "--policy-only"]))
-    assert changes == {"mate_in_one": False, "search": 0, "eval_search": 0} and not cfg.mate_in_one
-    assert not cfg.play_cfg(0, 0).mate_in_one and not cfg.eval_cfg(0).mate_in_one
-    assert cfg.eval_cfg(0).search is None  # evaluated as it plays: its policy alone
     cfg, changes = train_config(_parser().parse_args(["train"]))
-    assert changes == {} and cfg.mate_in_one
-
-
-def test_search_0_searches_nowhere_unless_eval_search_says_so() -> None:
-    from asp.app.cli import _parser
-    from asp.app.train_command import train_config
-
-    def evaluation(*options: str) -> int | None:
-        search = train_config(_parser().parse_args(["train", *options]))[0].eval_cfg(0).search
-        return None if search is None else search.simulations
-
-    assert evaluation("--search", "0") is None  # the policy-gradient run of old
-    assert evaluation("--search", "0", "--eval-search", "16") == 16
-    assert evaluation("--search", "4") == evaluation() == 64
+    assert changes == {} and cfg == defaults_for("tinychess")
+    assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_search, cfg.eval_every) == (160, 200, 8, 64, 10)
+    assert train_config(_parser().parse_args(["train", "--eval-search", "0"]))[0].search_cfg(sampling=False) is None
+    for options, words in ((["--policy-only"], "asp train always searches"), (["--search", "0"], "1..10000")):
+        with pytest.raises(ConfigError, match=words):
+            train_config(_parser().parse_args(["train", *options]))

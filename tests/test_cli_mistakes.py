@@ -23,13 +23,16 @@ import pytest
 import torch
 
 from asp.app.checkpoint import CHECKPOINT, checkpoint_state
-from asp.app.run_config import RunConfig
+from asp.app.game_config import defaults_for
 from asp.atomic import save_atomic
-from asp.tinychess.model import ModelConfig, TinyChess
-from asp.tinychess.train import Trainer
+from asp.games import Trainer
+from asp.tinychess.game import TinyChessGame
 
 LIMIT = 60  # seconds for one refused command; each takes a few (importing torch)
-TINY_RUN = RunConfig(games=8, max_plies=20, eval_games=8, model=ModelConfig(hidden=16, blocks=0))
+TINY_RUN = dataclasses.replace(
+    defaults_for("tinychess"), games=8, max_plies=20, eval_games=8, network={"hidden": 16, "blocks": 0}
+)
+CHESS = TinyChessGame()
 PGN = '[Event "asp"]\n[Result "0-1"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n'
 
 
@@ -37,7 +40,7 @@ def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = l
     """A run directory holding a checkpoint of TINY_RUN after 2 iterations (spoiled by ``spoil``),
     its config.json and the two metrics lines."""
     torch.manual_seed(0)
-    trainer = Trainer(TinyChess(TINY_RUN.model), TINY_RUN.train)
+    trainer = Trainer(TINY_RUN.new_network(CHESS), CHESS, TINY_RUN.train)
     state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2, play_weights=None)
     spoil(state)
     (run / "games").mkdir(parents=True)
@@ -47,8 +50,13 @@ def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = l
     return run
 
 
+def wider_state() -> dict[str, torch.Tensor]:
+    """The weights of a network twice as wide as TINY_RUN's."""
+    return dataclasses.replace(TINY_RUN, network={"hidden": 32, "blocks": 0}).new_network(CHESS).state_dict()
+
+
 def wider_weights(state: dict[str, object]) -> None:
-    state["model"] = TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()
+    state["model"] = wider_state()
 
 
 def no_model(state: dict[str, object]) -> None:
@@ -64,7 +72,7 @@ def next_iteration_negative(state: dict[str, object]) -> None:
 
 
 def pending_play_too_wide(state: dict[str, object]) -> None:
-    state["pending_plays"] = [{"version": 1, "weights": TinyChess(ModelConfig(hidden=32, blocks=0)).state_dict()}]
+    state["pending_plays"] = [{"version": 1, "weights": wider_state()}]
 
 
 def missing_checkpoint(run: Path) -> None:
@@ -77,7 +85,7 @@ def metrics_a_directory(run: Path) -> None:
 
 
 def games_a_directory(run: Path) -> None:
-    (run / "games" / "iter-0002.pgn").mkdir()
+    (run / "games" / "iter-0002.jsonl").mkdir()
 
 
 def lock_a_directory(run: Path) -> None:
@@ -161,9 +169,10 @@ CASES = {
         spoiled_run(str),
     ),
     "train --search 10001": Case(("train", "--search", "10001", "--run-dir", "{tmp}/new"), ("--search", "10000")),
-    "train --search with --policy-only": Case(
-        ("train", "--search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
+    "train --policy-only": Case(
+        ("train", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only", "asp train always searches")
     ),
+    "train --search 0": Case(("train", "--search", "0", "--run-dir", "{tmp}/new"), ("--search", "1..10000")),
     "train --eval-search -1": Case(
         ("train", "--eval-search", "-1", "--run-dir", "{tmp}/new"), ("--eval-search", "0..10000")
     ),
@@ -181,9 +190,6 @@ CASES = {
         ("train", "--config", "{tmp}/good/config.json", "--resume", "{tmp}/run"),
         ("--config starts a new run",),
         spoiled_run(str),
-    ),
-    "train --eval-search with --policy-only": Case(
-        ("train", "--eval-search", "8", "--policy-only", "--run-dir", "{tmp}/new"), ("--policy-only",)
     ),
     # asp show
     "show a file that is not PGN": Case(("show", "{tmp}/notes.txt"), ("not a PGN file",)),
@@ -217,7 +223,9 @@ CASES = {
     "train: metrics.jsonl is a directory": Case(
         RESUME, ("metrics.jsonl", "directory"), spoiled_run(metrics_a_directory)
     ),
-    "train: a games PGN is a directory": Case(RESUME, ("iter-0002.pgn", "directory"), spoiled_run(games_a_directory)),
+    "train: a games file is a directory": Case(
+        RESUME, ("iter-0002.jsonl", "directory"), spoiled_run(games_a_directory)
+    ),
     "train: games is a file": Case(RESUME, ("games", "not a directory"), spoiled_run(games_a_file)),
     # asp train --resume: everything is checked before any file changes
     "resume a checkpoint with next_iteration -5": Case(

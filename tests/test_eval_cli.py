@@ -8,6 +8,7 @@ as a subprocess, the way a user runs it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -21,10 +22,10 @@ from helpers import assert_pgn_extract_accepts, pgn_games
 from asp.app.checkpoint import CHECKPOINT, checkpoint_state
 from asp.app.cli import main
 from asp.app.evaluate import match_result
-from asp.app.run_config import RunConfig
+from asp.app.game_config import defaults_for
 from asp.atomic import save_atomic
-from asp.tinychess.model import ModelConfig, TinyChess
-from asp.tinychess.train import Trainer
+from asp.games import Trainer
+from asp.tinychess.game import TinyChessGame
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -37,8 +38,9 @@ LINE = (
 def make_run(path: Path, *, version: int, seed: int) -> Path:
     """A run directory holding a checkpoint of model ``version`` (an untrained tiny TinyChess)."""
     torch.manual_seed(seed)
-    cfg = RunConfig(seed=seed, model=ModelConfig(hidden=16, blocks=0))
-    trainer = Trainer(TinyChess(cfg.model), cfg.train)
+    cfg = dataclasses.replace(defaults_for("tinychess"), seed=seed, network={"hidden": 16, "blocks": 0})
+    game = TinyChessGame()
+    trainer = Trainer(cfg.new_network(game), game, cfg.train)
     path.mkdir(parents=True)
     save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version, play_weights=None),
                 path / CHECKPOINT)  # fmt: skip
@@ -101,7 +103,7 @@ def test_eval_against_stockfish_in_two_workers_prints_its_line_and_writes_the_pg
     check_counts(found, 4)
     games = pgn_games(pgn)
     assert [g.headers["Opponent"] for g in games] == ["stockfish skill 0 nodes 50"] * 4
-    assert {g.headers["Event"] for g in games} == {"asp evaluation"}
+    assert {g.headers["Event"] for g in games} == {"asp match"}
     # Each of the first two openings, with the model as White and then as Black.
     assert [g.headers["White"] == "asp model v3" for g in games] == [True, False, True, False]
     assert games[0].headers["FEN"] == games[1].headers["FEN"] != games[2].headers["FEN"]
@@ -131,7 +133,7 @@ def test_eval_against_the_random_mover_is_the_default(
     runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     line = eval_line(capsys, [str(runs[0]), "--games", "4", "--max-plies", "10", "--from-start"])
-    found = re.search(LINE.format(version=3, opponent="a random mover", games=4), line)
+    found = re.search(LINE.format(version=3, opponent="the random mover", games=4), line)
     assert found and "engine failures" not in line, line
     check_counts(found, 4)
 

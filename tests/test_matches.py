@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-import asp.app.chess_matches
-import asp.app.matches
 import asp.app.game_run
+import asp.app.matches
 from asp import SelfPlay
 from asp.app.evaluate import match_result, match_result_of
 from asp.app.matches import ROUND_GAMES, Match, play_match, play_matches, score_interval, settled
@@ -101,9 +100,8 @@ async def test_free_workers_take_the_games_of_the_match_given_first(monkeypatch:
 async def test_an_evaluation_gives_its_matches_against_past_versions_first(
     game: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asp.app.game_config import GameRunConfig
-    from asp.app.run_config import RunConfig
-    from asp.app.game_run import run_kind
+    from asp.app.game_config import defaults_for
+    from asp.app.game_run import GameRun
 
     given: list[list[str]] = []
 
@@ -112,11 +110,8 @@ async def test_an_evaluation_gives_its_matches_against_past_versions_first(
         return {name: Match([], 0.0, 0.0) for name in matches}
 
     monkeypatch.setattr(asp.app.game_run, "play_matches", recorded)
-    monkeypatch.setattr(asp.app.chess_matches, "play_matches", recorded)
     monkeypatch.setattr(asp.app.game_run, "matches_metrics", lambda played: {})
-    monkeypatch.setattr(asp.app.chess_matches, "matches_metrics", lambda played: {})
-    cfg = RunConfig() if game == "tinychess" else GameRunConfig(game=game)
-    kind = run_kind(cfg)
+    kind = GameRun(defaults_for(game))
     network = kind.new_model()
     await kind.evaluate(None, network, 4, [(0, network), (2, network)])  # type: ignore[arg-type]
     assert given[0][:2] == ["eval_v0", "eval_v2"] and "eval" in given[0][2:]

@@ -1,9 +1,11 @@
 """Search everywhere a model plays: ``asp train --search N``, and ``asp play``/``asp eval`` playing
-a checkpoint as its run was configured; the ladder (greedy mover, any UCI engine)."""
+a checkpoint as its run was configured (:func:`asp.app.game_commands.play_search`); the ladder
+(greedy mover, any UCI engine)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from asp.app.cli import how_it_plays
-from asp.app.run_config import RunConfig
+from asp.app.game_commands import play_search
+from asp.app.game_config import GameRunConfig
 from asp.search import SearchConfig
+from asp.tinychess.game import TinyChessGame
 
 LIMIT = 240
 
@@ -80,7 +83,7 @@ def test_asp_eval_plays_any_uci_engine_without_a_skill_level(searched_run: Path,
     assert result.returncode == 0, result.stderr[-3000:]
     assert "against plain-uci nodes 100" in result.stdout and "engine failures: 0" in result.stdout
     result = asp("eval", str(searched_run), "--vs", "greedy", "--games", "2", "--max-plies", "16")
-    assert result.returncode == 0 and "one-ply material-greedy mover" in result.stdout, result.stderr[-3000:]
+    assert result.returncode == 0 and "against the greedy mover" in result.stdout, result.stderr[-3000:]
 
 
 def options(**given: object) -> argparse.Namespace:
@@ -88,23 +91,20 @@ def options(**given: object) -> argparse.Namespace:
 
 
 def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() -> None:
-    state = {"config": RunConfig(search=12, search_considered=8, eval_search=None).to_dict()}
-    assert how_it_plays(options(), state, sampling=False) == (SearchConfig(12, 8, gumbel_scale=0.0), True)
-    assert how_it_plays(options(), state, sampling=True)[0] == SearchConfig(12, 8, gumbel_scale=1.0)
-    assert how_it_plays(options(search=3), state, sampling=False)[0] == SearchConfig(3, 8, gumbel_scale=0.0)
-    assert how_it_plays(options(search=0), state, sampling=False) == (None, True)
-    assert how_it_plays(options(policy_only=True), state, sampling=False) == (None, False)
-    older = RunConfig().to_dict()
-    del older["search"], older["eval_search"]  # a run of an asp before search: its policy alone
-    assert how_it_plays(options(), {"config": older}, sampling=False)[0] is None
-    older["search"] = 4  # a run of an asp before eval_search: evaluated as it played
-    assert how_it_plays(options(), {"config": older}, sampling=False)[0] == SearchConfig(4, gumbel_scale=0.0)
+    cfg = GameRunConfig(game="tinychess", search=12, search_considered=8, eval_search=12)
+    assert play_search(cfg, options()) == SearchConfig(12, 8, gumbel_scale=0.0)
+    assert play_search(cfg, options(), sampling=True) == SearchConfig(12, 8, gumbel_scale=1.0)
+    assert play_search(cfg, options(search=3)) == SearchConfig(3, 8, gumbel_scale=0.0)
+    assert play_search(cfg, options(search=3), sampling=True) == SearchConfig(3, 8, gumbel_scale=1.0)
+    assert play_search(cfg, options(search=0)) is None
+    assert play_search(cfg, options(policy_only=True), sampling=True) is None
 
 
 def test_a_run_can_search_deeper_when_it_plays_to_win_than_in_self_play() -> None:
-    state = {"config": RunConfig(search=4, eval_search=48).to_dict()}
-    assert how_it_plays(options(), state, sampling=True)[0] == SearchConfig(4, gumbel_scale=1.0)  # self-play
-    assert how_it_plays(options(), state, sampling=False)[0] == SearchConfig(48, gumbel_scale=0.0)
-    assert how_it_plays(options(search=8), state, sampling=False)[0] == SearchConfig(8, gumbel_scale=0.0)
-    assert RunConfig(search=4, eval_search=0).eval_cfg(0).search is None  # its policy alone in evaluations
-    assert RunConfig(search=4, eval_search=48).play_cfg(0, 0).search == SearchConfig(4)
+    cfg = GameRunConfig(game="tinychess", search=4, eval_search=48)
+    assert play_search(cfg, options(), sampling=True) == SearchConfig(4, gumbel_scale=1.0)  # self-play
+    assert play_search(cfg, options()) == SearchConfig(48, gumbel_scale=0.0)
+    assert play_search(cfg, options(search=8)) == SearchConfig(8, gumbel_scale=0.0)
+    chess = TinyChessGame()
+    assert dataclasses.replace(cfg, eval_search=0).eval_cfg(chess, 0).search is None  # its policy alone
+    assert cfg.play_cfg(chess, 0, 0).search == SearchConfig(4)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +80,25 @@ def game_eval(
     )
     records = play_match(model, opponent, play_cfg, workers=args.workers)
     if args.pgn:
+        if args.vs not in movers and engine_cfg is None:  # another checkpoint: named by its run
+            name = checkpoint_name(args.vs, opponent_version)
+            records = [dataclasses.replace(record, opponent_name=name) for record in records]
         export = exported(game, records)
         assert export is not None, "a game without a format of its own is refused above"
         with writing(args.pgn):
             write_text_atomic(args.pgn, export[1])
     return print_match(args, state["version"], described, records, engine=engine_cfg is not None)
+
+
+def checkpoint_name(path: str, version: int) -> str:
+    """A checkpoint as an opponent, in words fit for a PGN tag: ``asp model v3 of RUN``.
+
+    >>> checkpoint_name("/tmp/runs/c4 (old)", 3)
+    'asp model v3 of c4__old_'
+    """
+    where = Path(path).resolve()
+    run = where.name if where.is_dir() or where.suffix != ".pt" else where.parent.name
+    return f"asp model v{version} of " + (re.sub(r"[^\w.+-]", "_", run)[:80] or "a run")
 
 
 def play_match(model: torch.nn.Module, opponent: torch.nn.Module, cfg: Any, *, workers: int) -> list[Any]:
