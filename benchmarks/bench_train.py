@@ -45,9 +45,6 @@ VARIANTS: dict[str, list[str]] = {
     "default": [],
     # With the default, the cost of evaluations to the run's wall time (see evaluation_cost).
     "final evaluation only": ["--eval-every", "1000000"],
-    # TinyChess as a game of the protocol: the generic play loop, trainer and evaluations.
-    "game seam": ["--game", "asp.tinychess.game:TinyChessGame"],
-    "policy only": ["--policy-only"],
     "search 2": ["--search", "2"],
     "search 4": ["--search", "4"],
     "search 8": ["--search", "8"],

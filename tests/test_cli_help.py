@@ -59,9 +59,8 @@ def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
 
 @pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search"])
 def test_the_defaults_in_the_help_are_the_configs_for_tinychess_and_other_games(field: str) -> None:
-    from asp.app.game_config import GameRunConfig
-    from asp.app.run_config import RunConfig
+    from asp.app.game_config import GameRunConfig, defaults_for
 
     [action] = [a for name, a in _options() if name == "train" and a.dest == field]
-    assert re.search(rf"default {getattr(RunConfig(), field)}; other games: {getattr(GameRunConfig(), field)}\b",
-                     action.help or ""), action.help  # fmt: skip
+    tinychess, other = getattr(defaults_for("tinychess"), field), getattr(GameRunConfig(), field)
+    assert re.search(rf"default {tinychess}; other games: {other}\b", action.help or ""), action.help

@@ -18,7 +18,7 @@ from asp.errors import ConfigError
 
 OPTION_SETS = [
     (),
-    ("--policy-only", "--hidden", "32"),
+    ("--search", "4", "--hidden", "32"),
     ("--eval-vs", "stockfish", "--eval-skill", "3", "--eval-nodes", "50", "--sequential"),
     ("--device", "cpu", "--eval-precision", "0", "--max-staleness", "3", "--eval-search", "16"),
     ("--game", "connect4", "--iterations", "3", "--eval-every", "2"),
@@ -73,12 +73,12 @@ def test_a_runs_config_json_reproduces_it(tmp_path: Path) -> None:
     [
         ("gmaes = 9\n", "--config run.toml: unknown key 'gmaes'; the keys: game, iterations"),
         ("[train]\nlearning_rate = 0.1\n", "--config run.toml [train]: unknown key 'learning_rate'"),
-        ("iterations = 0\n", "--config run.toml: RunConfig.iterations must be an int in 1..100000, got 0"),
+        ("iterations = 0\n", "--config run.toml: GameRunConfig.iterations must be an int in 1..100000, got 0"),
         ('[train]\nlr = "fast"\n', "--config run.toml: TrainConfig.lr must be"),
         ("train = 3\n", "--config run.toml: train must be a table ([train])"),
         ("games = \n", "--config run.toml: not TOML"),
         ('game = "chess"\n', "--config run.toml: game 'chess': not a game"),
-        ("[eval_engine]\nskil = 3\n", "--config run.toml: RunConfig.eval_engine has no field 'skil'"),
+        ("[eval_engine]\nskil = 3\n", "--config run.toml: GameRunConfig.eval_engine has no field 'skil'"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_key(text: str, message: str, tmp_path: Path,

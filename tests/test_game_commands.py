@@ -156,14 +156,14 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
         (["train", "--game", "nosuchmodule:Game"], "--game 'nosuchmodule:Game': cannot import nosuchmodule"),
         (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
         (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),
-        (["train", "--game", "connect4", "--policy-only"], "--policy-only applies to --game tinychess only"),
+        (["train", "--game", "connect4", "--policy-only"], "--policy-only: asp train always searches"),
         (
             ["train", "--game", "connect4", "--hidden", "7"],
             "--hidden: C4Config.hidden must be an int in 8..4096, got 7",
         ),
         (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to a game of chess"),
         (["train", "--game", "connect4", "--eval-nodes", "5"], "--eval-nodes applies to a game of chess only"),
-        (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000 for --game connect4"),
+        (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000: asp train trains on"),
         (["train", "--game", "connect4", "--games", "0"], "--games: GameRunConfig.games must be an int in 1..1000000"),
         (["play", "--game", "connect4", "--checkpoint", "x"], "--game is for a fresh model"),
     ],
@@ -223,18 +223,18 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
 ) -> None:
     from asp.app.cli import _parser
     from asp.app.game_config import GameRunConfig
-    from asp.app.game_run import run_kind
+    from asp.app.game_run import GameRun
     from asp.app.train_command import train_config
 
     for spec, width in (("connect4", 64), ("asp.tinychess.game:TinyChessGame", 32)):
         cfg, changes = train_config(_parser().parse_args(["train", "--game", spec, "--hidden", str(width)]))
         assert cfg.network == changes["network"] == {"hidden": width}
         assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
-        assert run_kind(cfg).new_model().cfg.hidden == width
+        assert GameRun(cfg).new_model().cfg.hidden == width
     file = tmp_path / "run.json"
     file.write_text(json.dumps({"game": "connect4", "network": {"blocks": 1, "channels": 8}}))
     cfg, _ = train_config(_parser().parse_args(["train", "--config", str(file), "--hidden", "16"]))
-    assert run_kind(cfg).new_model().cfg == C4Config(hidden=16, blocks=1, channels=8)
+    assert GameRun(cfg).new_model().cfg == C4Config(hidden=16, blocks=1, channels=8)
     file.write_text(json.dumps({"game": "connect4", "network": {"width": 16}}))
     code = main(["train", "--config", str(file), "--run-dir", str(tmp_path / "run")])
     one_line_error((code, capsys.readouterr().err), f"--config {file}: GameRunConfig.network: connect4's network "
@@ -252,21 +252,19 @@ def checkpoint_of(path: Path, cfg: Any) -> Path:
     return path
 
 
-def test_a_tinychess_run_and_a_run_of_tinychessgame_play_each_other_and_another_game_is_refused(
+def test_runs_of_one_game_named_two_ways_play_each_other_and_another_game_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from asp.app.game_config import GameRunConfig
-    from asp.app.run_config import RunConfig
-    from asp.tinychess import ModelConfig
 
     tiny = {"hidden": 16, "blocks": 0}
-    own = checkpoint_of(tmp_path / "own.pt", RunConfig(model=ModelConfig(**tiny)))
-    seam = checkpoint_of(tmp_path / "seam.pt", GameRunConfig(game="asp.tinychess.game:TinyChessGame", network=tiny))
+    named = checkpoint_of(tmp_path / "named.pt", GameRunConfig(game="tinychess", network=tiny))
+    spec = checkpoint_of(tmp_path / "spec.pt", GameRunConfig(game="asp.tinychess.game:TinyChessGame", network=tiny))
     c4 = checkpoint_of(tmp_path / "c4.pt", GameRunConfig(game="connect4", network={"hidden": 8, "blocks": 0}))
-    for model, other in ((own, seam), (seam, own)):
+    for model, other in ((named, spec), (spec, named)):
         assert main(["eval", str(model), "--vs", str(other), "--games", "2", "--search", "2", "--max-plies", "6"]) == 0
         assert f"against {other} (version 3): score" in capsys.readouterr().out
-    for model, game in ((own, "tinychess"), (seam, "asp.tinychess.game:TinyChessGame")):
+    for model, game in ((named, "tinychess"), (spec, "asp.tinychess.game:TinyChessGame")):
         code = main(["eval", str(model), "--vs", str(c4), "--games", "2"])
         one_line_error((code, capsys.readouterr().err), f"--vs {c4}: a run of connect4, not of {game}")
 

@@ -45,8 +45,8 @@ def test_tinychess_moves_are_printed_in_the_files_order(
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        (f"{OPENING}\nnot a fen\n", ":2: invalid FEN 'not a fen'"),
-        (f"{FOOLS_MATE}\n", f":1: FEN '{FOOLS_MATE}' is a finished game"),
+        (f"{OPENING}\nnot a fen\n", ":2: not a position of tinychess: invalid FEN 'not a fen'"),
+        (f"{FOOLS_MATE}\n", f":1: the game is over in '{FOOLS_MATE}': no move to play"),
     ],
 )
 def test_a_bad_line_is_one_error_naming_it(

@@ -18,9 +18,9 @@ import torch
 
 from asp.app.evaluate import match_result_of, play_summary
 from asp.app.game_config import GameRunConfig, match_starts
+from asp.app.game_run import write_records
 from asp.app.games import load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
-from asp.app.game_run import write_records
 from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError

@@ -34,7 +34,7 @@ from asp.errors import ConfigError
 from asp.tinychess.engine import EngineConfig
 from asp.tinychess.model import ModelConfig
 
-__all__ = ["LEGACY_FORMAT", "NOT_RESUMED", "from_legacy", "is_legacy"]
+__all__ = ["LEGACY_FORMAT", "LEGACY_FORMAT_VERSION", "NOT_RESUMED", "from_legacy", "is_legacy"]
 
 LEGACY_FORMAT = "asp-tinychess-run"
 """The ``format`` of an older asp's TinyChess checkpoints (format version 2)."""
@@ -45,6 +45,7 @@ NOT_RESUMED = (
     "a TinyChess run of an older asp, trained by its own loop: asp eval, play and moves read it, "
     "but it does not resume; start a new run"
 )
+"""What ``asp train --resume`` says of such a run (after its path)."""
 
 _KEPT = ("iterations", "games", "seed", "max_plies", "play_batch", "overlap", "max_staleness", "search_considered",
          "eval_every", "eval_games", "eval_precision")  # fmt: skip

@@ -98,12 +98,14 @@ def _game_moves(
 def _game_position(game: Any, path: Path, number: int, text: str) -> tuple[str, Any]:
     """``(the position's text, its state)`` of a line; ConfigError naming the line."""
     tried = [text] + ([text.split()[0]] if len(text.split()) > 1 else [])
+    first: Exception | None = None  # what the whole line's failure says: the error shown
     for i, candidate in enumerate(tried):
         try:
             state = game.parse_state(candidate)
         except (ValueError, TypeError) as e:
+            first = first or e
             if i == len(tried) - 1:
-                raise ConfigError(f"{path}:{number}: not a position of {game.name}: {e}") from None
+                raise ConfigError(f"{path}:{number}: not a position of {game.name}: {first}") from None
             continue
         if game.status(state).value is not None:
             raise ConfigError(f"{path}:{number}: the game is over in {candidate!r}: no move to play")
