@@ -5,13 +5,14 @@ same games, seed and search as the run's own evaluations, so the final evaluatio
 finished run is played again move for move) on one thread, and prints:
 
 1. the score and how the games ended, from the model's side: ``endings`` as ``metrics.jsonl``
-   keeps them (``eval/endings``: ``rules`` or ``max_plies``, a cut game drawn), with the
-   rule that ended a game named (``win/checkmate``, ``draw/stalemate``...);
+   keeps them (``eval/endings``: ``rules`` or ``max_plies``, a cut game adjudicated by
+   material), with the rule that ended a game named (``win/checkmate``, ``draw/stalemate``...);
 2. the mean game length;
 3. for each side, the positions in which it had a mate in one, and how often it played one.
 
-The third is what the score is made of: a model that does not mate draws at the ply cap, and
-the random mover gets a hundred moves in which to stumble on a mate. It always exits 0.
+The third is what the score is made of: a model that does not mate wins at most on material
+at the ply cap, and the random mover gets a hundred moves in which to stumble on a mate. It
+always exits 0.
 
     python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--policy-only] [--json out.json]
 

@@ -76,20 +76,17 @@ def from_legacy(data: dict[str, Any]) -> GameRunConfig:
     search = data.get("search", 0)
     eval_search = data.get("eval_search")
     model = ModelConfig(**fields_of("RunConfig.model", ModelConfig, data.get("model", {})))
-    default = ModelConfig()
+    shape = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
+    default = dataclasses.asdict(ModelConfig())
     engine = data.get("eval_engine")
+    if engine is not None:
+        engine = EngineConfig(**fields_of("RunConfig.eval_engine", EngineConfig, engine))
     return GameRunConfig(
         game=TINYCHESS,
         **kept,
         search=max(search, 1) if isinstance(search, int) else search,
         eval_search=search if eval_search is None else eval_search,
-        eval_engine=None
-        if engine is None
-        else EngineConfig(**fields_of("RunConfig.eval_engine", EngineConfig, engine)),
-        network={
-            f.name: getattr(model, f.name)
-            for f in dataclasses.fields(model)
-            if getattr(model, f.name) != getattr(default, f.name)
-        },
+        eval_engine=engine,
+        network={name: value for name, value in shape.items() if value != default[name]},
         train=GAME_DEFAULTS[TINYCHESS]["train"],
     )

@@ -153,8 +153,8 @@ def matches_metrics(played: dict[str, Match]) -> dict[str, Any]:
 def endings(records: Sequence[Any]) -> dict[str, int]:
     """How the scored games of a match ended, from the model's side: counts keyed
     ``outcome/termination`` (``rules``: the game's rules ended it; ``max_plies``: cut at the
-    ply cap, drawn). Games that were not scored (a mover's failure) are left out, as in the
-    score.
+    ply cap, and scored as the game adjudicates such a game, else drawn). Games that were not
+    scored (a mover's failure) are left out, as in the score.
 
     >>> from asp.games import Record
     >>> game = lambda result, termination: Record(0, "", [], result, termination, "model", "random", 0)

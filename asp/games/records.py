@@ -70,9 +70,10 @@ class Record:
     """The actions played, in order."""
     result: float
     """Points of the game's first player (the one :meth:`Game.to_move` calls 0): 1 won, 0.5
-    drawn, 0 lost; a game cut at ``max_plies`` is drawn."""
+    drawn, 0 lost; a game cut at ``max_plies`` is scored as the game adjudicates it (TinyChess:
+    by material), else drawn."""
     termination: str
-    """Why it ended: ``rules`` (the game's own end), ``max_plies`` (cut at the cap, drawn), or
+    """Why it ended: ``rules`` (the game's own end), ``max_plies`` (cut at the cap), or
     a mover's failure (:class:`~asp.games.MoveFailed`: ``mover_failure``, ``engine_failure``;
     result 0.5, unscored)."""
     first: str
