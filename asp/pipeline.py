@@ -33,10 +33,13 @@ error is already on its way out: as with :class:`asyncio.TaskGroup`, the error w
 
 >>> import asyncio
 >>> from asp import SelfPlay
->>> from asp.tinychess import ModelConfig, PlayConfig, TinyChess
->>> model = TinyChess(ModelConfig(hidden=16, blocks=0))
+>>> from asp.games import PlayConfig
+>>> from asp.tinychess.game import TinyChessGame
+>>> from asp.tinychess.model import ModelConfig
+>>> chess = TinyChessGame()
+>>> model = chess.network(ModelConfig(hidden=16, blocks=0))
 >>> def cfg(iteration, version):
-...     return PlayConfig(n_games=2, max_plies=4, first_game=2 * iteration, model_version=version)
+...     return PlayConfig(chess, n_games=2, max_plies=4, first_game=2 * iteration, model_version=version)
 >>> async def main():
 ...     async with SelfPlay(workers=1) as selfplay:
 ...         pipeline = Pipeline(selfplay, model, train=lambda records: {"n": len(records)}, play_cfg=cfg)

@@ -1,10 +1,12 @@
 """SelfPlay: the public front of the orchestrator. Options, life cycle, ``play`` and ``stream``.
 
 >>> import asyncio
->>> from asp.tinychess import PlayConfig, TinyChess
+>>> from asp.games import PlayConfig
+>>> from asp.tinychess.game import TinyChessGame
+>>> chess = TinyChessGame()
 >>> async def main():
 ...     async with SelfPlay(workers=1) as selfplay:
-...         records, stats = await selfplay.play(TinyChess(), None, PlayConfig(n_games=4, max_plies=8))
+...         records, stats = await selfplay.play(chess.network(), None, PlayConfig(chess, n_games=4, max_plies=8))
 ...     return [r.game_id for r in records], stats["shards"]
 >>> asyncio.run(main())
 ([0, 1, 2, 3], 4)

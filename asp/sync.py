@@ -4,9 +4,11 @@
 worker processes. :class:`SyncSelfPlay` keeps one pool alive across calls, for loops that play
 every iteration without paying for a new pool each time:
 
->>> from asp.tinychess import PlayConfig, TinyChess
+>>> from asp.games import PlayConfig
+>>> from asp.tinychess.game import TinyChessGame
+>>> chess = TinyChessGame()
 >>> with SyncSelfPlay(workers=1) as selfplay:
-...     records, stats = selfplay.play(TinyChess(), None, PlayConfig(n_games=2, max_plies=4))
+...     records, stats = selfplay.play(chess.network(), None, PlayConfig(chess, n_games=2, max_plies=4))
 >>> [r.game_id for r in records]
 [0, 1]
 

@@ -13,48 +13,46 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections import Counter
 
-import chess
+import numpy as np
 import structlog
 import torch
 
-import asp.tinychess
-from asp.tinychess import GameRecord, ModelConfig, PlayConfig, TinyChess
+import asp
+from asp.games import PlayConfig, Record
+from asp.games.protocol import unpacked
+from asp.tinychess.game import TinyChessGame
+from asp.tinychess.model import ModelConfig
 
 log = structlog.get_logger("async_trainer")
 
-WHITE_RETURN = {"1-0": 1.0, "0-1": -1.0, "1/2-1/2": 0.0}  # Black's return is the negation
 
-
-def replay(records: list[GameRecord]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Replay the games: each position's features, legal-move mask, move played and return."""
-    boards, repetitions, masks, moves, returns = [], [], [], [], []
+def batch(game: TinyChessGame, records: list[Record]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each position a model played, from the samples self-play sent back with its game: its
+    features, legal-move mask, the move played and the return of the side that played it."""
+    features, masks, moves, returns = [], [], [], []
     for record in records:
-        board = chess.Board(record.start_fen)
-        # Same repetition counts as play_games feeds the network: piece placement and side to move.
-        seen = Counter([(board.board_fen(), board.turn)])
-        for uci in record.moves:
-            move = chess.Move.from_uci(uci)
-            mask = torch.zeros(asp.tinychess.POLICY_SIZE, dtype=torch.bool)
-            mask[asp.tinychess.legal_move_indices(board)[1]] = True
-            boards.append(board.copy(stack=False))
-            repetitions.append(seen[(board.board_fen(), board.turn)] - 1)
+        samples = record.samples
+        assert samples is not None  # self-play sends them back by default
+        features.append(unpacked(game, samples.features))
+        bounds = np.concatenate([[0], np.cumsum(samples.legal_counts)])
+        first = 2.0 * record.result - 1.0  # the result is the first player's points: 1, 0.5 or 0
+        for k, ply in enumerate(samples.plies):
+            mask = torch.zeros(game.action_size, dtype=torch.bool)
+            mask[samples.legal[bounds[k] : bounds[k + 1]]] = True
             masks.append(mask)
-            moves.append(asp.tinychess.move_index(move, board.turn))
-            sign = 1.0 if board.turn == chess.WHITE else -1.0
-            returns.append(sign * WHITE_RETURN[record.result])
-            board.push(move)
-            seen[(board.board_fen(), board.turn)] += 1
-    features = asp.tinychess.encode_boards(boards, repetitions)
-    return features, torch.stack(masks), torch.tensor(moves), torch.tensor(returns)
+            moves.append(record.actions[ply])
+            returns.append(first if samples.movers[k] == 0 else -first)
+    return torch.cat(features), torch.stack(masks), torch.tensor(moves), torch.tensor(returns)
 
 
-def reinforce_step(model: TinyChess, optimizer: torch.optim.Optimizer, records: list[GameRecord]) -> float:
+def reinforce_step(
+    model: torch.nn.Module, game: TinyChessGame, optimizer: torch.optim.Optimizer, records: list[Record]
+) -> float:
     """One gradient step on -return * log pi(move | position), pi over the legal moves."""
-    features, legal, moves, returns = replay(records)
+    features, legal, moves, returns = batch(game, records)
     logits, _value = model(features)
-    # Moves were sampled among the legal ones only (mask_illegal=True), so normalise over those.
+    # Moves were sampled among the legal ones only, so normalise over those.
     logp = torch.log_softmax(logits.masked_fill(~legal, -torch.inf), dim=1)
     loss = -(returns * logp.gather(1, moves.unsqueeze(1)).squeeze(1)).mean()
     optimizer.zero_grad()
@@ -67,13 +65,16 @@ async def main(args: argparse.Namespace) -> None:
     asp.configure_logging(level=args.log_level)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)  # the cores belong to the workers while they play
-    model = TinyChess(ModelConfig(hidden=args.hidden))
+    game = TinyChessGame()
+    model = game.network(ModelConfig(hidden=args.hidden))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     async with asp.SelfPlay(workers=args.workers) as selfplay:
         for iteration in range(args.iterations):
-            cfg = PlayConfig(n_games=args.games, max_plies=args.max_plies, seed=iteration, model_version=iteration)
+            cfg = PlayConfig(
+                game, n_games=args.games, max_plies=args.max_plies, seed=iteration, model_version=iteration
+            )
             records, stats = await selfplay.play(model, None, cfg)
-            loss = reinforce_step(model, optimizer, records)
+            loss = reinforce_step(model, game, optimizer, records)
             log.info(
                 "iteration_done",
                 iteration=iteration,

@@ -27,14 +27,17 @@ import time
 from collections import deque
 
 import asp
-from asp.tinychess import GameRecord, ModelConfig, PlayConfig, TinyChess
+from asp.games import PlayConfig, Record
+from asp.tinychess.game import TinyChessGame
+from asp.tinychess.model import ModelConfig
 
 
 async def main(args: argparse.Namespace) -> None:
     asp.configure_logging(level=args.log_level)
-    model = TinyChess(ModelConfig(hidden=args.hidden))
-    cfg = PlayConfig(n_games=args.games, max_plies=args.max_plies)
-    replay_buffer: deque[GameRecord] = deque(maxlen=args.buffer)
+    game = TinyChessGame()
+    model = game.network(ModelConfig(hidden=args.hidden))
+    cfg = PlayConfig(game, n_games=args.games, max_plies=args.max_plies)
+    replay_buffer: deque[Record] = deque(maxlen=args.buffer)
     arrivals: list[float] = []
     async with asp.SelfPlay(workers=args.workers, shard_games=args.shard_games) as selfplay:
         started = time.perf_counter()
