@@ -7,6 +7,7 @@ as its ``RunConfig.to_dict`` wrote it, and the weights of the same TinyChess net
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from asp.app.cli import main
 from asp.app.game_run import GameRun
 from asp.app.legacy import NOT_RESUMED
 from asp.app.run import RunDir
+from asp.errors import ConfigError
 from asp.tinychess.model import ModelConfig, TinyChess
 
 OLD_TRAIN = {"lr": 0.002, "weight_decay": 0.0001, "batch_size": 1024, "epochs": 1, "clip": 0.2, "value_coef": 0.5,
@@ -102,3 +104,15 @@ def test_a_field_the_old_config_never_had_is_refused_naming_it(tmp_path: Path) -
     run, _ = old_run(tmp_path / "old", gae_lambda=0.8)
     with pytest.raises(RunError, match=r"RunConfig has no field 'gae_lambda'"):
         load_checkpoint(run / "checkpoint.pt")
+
+
+def test_an_old_runs_config_json_starts_the_run_this_asp_plays_it_as(tmp_path: Path) -> None:
+    from asp.app.cli import _parser
+    from asp.app.train_command import train_config
+
+    run, _ = old_run(tmp_path / "old")
+    cfg, _ = train_config(_parser().parse_args(["train", "--config", str(run / "config.json"), "--games", "4"]))
+    assert cfg == dataclasses.replace(run_config_of(load_checkpoint(run / "checkpoint.pt")), games=4)
+    (run / "config.json").write_text(json.dumps(old_config(playouts=3)))
+    with pytest.raises(ConfigError, match=f"^--config {run / 'config.json'}: RunConfig has no field 'playouts'"):
+        train_config(_parser().parse_args(["train", "--config", str(run / "config.json")]))
