@@ -21,7 +21,6 @@ from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
 from asp.tinychess.chess_search import ChessSearch, Position
 from asp.tinychess.features import placement_key
 from asp.tinychess.moves import move_index
-from asp.tinychess.train import TrainConfig, Trainer, make_samples
 
 SMALL = ModelConfig(hidden=16, blocks=0)
 SEARCH = SearchConfig(simulations=4, considered=4)
@@ -92,31 +91,6 @@ def test_a_game_searches_the_same_whichever_batch_plays_it() -> None:
     assert together[3].moves == alone[0].moves
 
 
-@pytest.mark.slow
-def test_the_trainer_learns_the_search_targets_over_a_replay_window() -> None:
-    torch.manual_seed(0)
-    model = TinyChess(SMALL)
-    records, _ = play_games(model, None, searched(n_games=8))
-    samples = make_samples(records)
-    assert samples.targets is not None and len(samples.targets) == len(samples.legal_flat)
-    trainer = Trainer(model, TrainConfig(device="cpu", replay=2, lr=1e-2))
-    first = trainer.train(records)
-    assert "train/ratio_mean" not in first  # cross-entropy to the targets, not the policy gradient
-    for _ in range(40):
-        last = trainer.train(records)
-
-    def kl(metrics: dict[str, float]) -> float:  # cross-entropy less the target's own entropy
-        return metrics["loss/policy"] - metrics["train/target_entropy"]
-
-    assert kl(last) < 0.8 * kl(first)
-    assert (first["train/replay_samples"], last["train/replay_samples"]) == (len(samples), 2 * len(samples))
-    unsearched, _ = play_games(model, None, dataclasses.replace(searched(n_games=2), search=None))
-    mixed = trainer.train(unsearched)  # the policy gradient again, on these games alone
-    assert "train/ratio_mean" in mixed and mixed["train/replay_samples"] == mixed["train/samples"]
-    again = trainer.train(unsearched)  # on-policy: no window of earlier games either
-    assert again["train/replay_samples"] == again["train/samples"]
-
-
 def _walk(game: ChessSearch, root: Position, *ucis: str) -> Position:
     position = root
     for uci in ucis:
@@ -137,16 +111,6 @@ def test_a_position_repeated_inside_the_tree_or_from_the_game_is_a_draw() -> Non
     assert game.status(_walk(game, seen, "e2e4")).value == 0.0  # the game was there before
     assert game.status(_walk(game, seen, "d2d4")).value is None
     assert game.status(Position(after_e4, history={placement_key(after_e4): 2})).value is None  # a root is searched
-
-
-def test_the_value_target_counts_the_material_the_mover_leads_by() -> None:
-    """Samples carry the mover's material lead, which the search's value target adds."""
-    up = "rnb1kbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 1"  # Black has no queen
-    records, _ = play_games(TinyChess(SMALL), None, searched(n_games=2, openings=(up,)))
-    samples = make_samples(records)
-    second_game = len(records[0].moves)
-    for first in (0, second_game):  # no capture is possible on White's first move
-        assert (samples.lead[first].item(), samples.lead[first + 1].item()) == (9, -9)
 
 
 @pytest.mark.timeout(120)

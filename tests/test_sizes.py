@@ -14,10 +14,9 @@ MAX_FUNCTION = 60
 KNOWN = {
     ("asp/tinychess/play.py", "_choose_moves"),
     ("asp/tinychess/play.py", "play_games"),
-    ("asp/tinychess/train.py", "make_samples"),
 }
-"""TinyChess's own play loop and trainer, which the game seam (asp.games) replaces: they go
-when TinyChess trains through it."""
+"""TinyChess's own play loop, which the game seam (asp.games) replaces: it goes when nothing
+plays through it any more."""
 
 
 def too_long(source: str, path: str) -> list[str]:

@@ -107,8 +107,8 @@ class PlayConfig:
     policy: a one-ply search for checkmate (:func:`~asp.tinychess.mates.mating_moves`), since
     a network of TinyChess's size does not learn to see mates (README, "A mate in one is
     always played"). Among several mates it plays the policy's likeliest. Its log-probability
-    in the record is the policy's own, so that training makes the mate likelier. ``asp
-    train`` plays so (``RunConfig.mate_in_one``); the library default is the policy alone."""
+    in the record is the policy's own, so that training makes the mate likelier. The
+    default is the policy alone."""
 
     opponent_mate_in_one: bool | None = None
     """The opponent network's ``mate_in_one``, if not the model's. False for a uniformly
