@@ -76,8 +76,7 @@ def from_legacy(data: dict[str, Any]) -> GameRunConfig:
     search = data.get("search", 0)
     eval_search = data.get("eval_search")
     model = ModelConfig(**fields_of("RunConfig.model", ModelConfig, data.get("model", {})))
-    shape = {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
-    default = dataclasses.asdict(ModelConfig())
+    shape, default = dataclasses.asdict(model), dataclasses.asdict(ModelConfig())
     engine = data.get("eval_engine")
     if engine is not None:
         engine = EngineConfig(**fields_of("RunConfig.eval_engine", EngineConfig, engine))

@@ -165,6 +165,6 @@ def endings(records: Sequence[Any]) -> dict[str, int]:
     counts = Counter(
         f"{names[points]}/{record.termination}"
         for record in records
-        if not record.failed and (points := record.model_score()) is not None
+        if (points := record.model_score()) is not None  # None: self-play, or a mover failed
     )
     return dict(sorted(counts.items()))

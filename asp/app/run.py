@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint
+from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
 from asp.app.game_config import GameRunConfig
 from asp.app.legacy import LEGACY_FORMAT, NOT_RESUMED, is_legacy
 from asp.app.outputs import writing
@@ -75,7 +75,7 @@ class RunDir:
             state = load_checkpoint(self.checkpoint)
             if state["format"] == LEGACY_FORMAT:
                 raise RunError(f"{self.path}: {NOT_RESUMED}")
-            return GameRunConfig.from_dict(state["config"])
+            return run_config_of(state)
         config = self.path / "config.json"
         if not config.exists():
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
