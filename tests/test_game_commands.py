@@ -339,3 +339,16 @@ def test_asp_play_samples_as_the_runs_self_play_and_asp_eval_plays_to_win_with_i
     assert play_search(cfg, four) == SearchConfig(4, 8, gumbel_scale=0.0)
     assert play_search(cfg, Namespace(search=0, policy_only=False), sampling=True) is None
     assert play_search(cfg, Namespace(search=None, policy_only=True), sampling=True) is None
+
+
+def test_asp_play_of_a_fresh_model_writes_selfplay_in_the_games_own_format_else_json_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["play", "--games", "2", "--max-plies", "4"]) == 0  # TinyChess, the default game: PGN
+    assert "wrote selfplay.pgn" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["selfplay.pgn"]
+    assert (tmp_path / "selfplay.pgn").read_text().count("[Event ") == 2
+    assert main(["play", "--game", "connect4", "--games", "2"]) == 0  # no format of its own
+    assert "wrote selfplay.jsonl" in capsys.readouterr().out
+    assert len((tmp_path / "selfplay.jsonl").read_text().splitlines()) == 2

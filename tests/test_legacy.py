@@ -15,7 +15,16 @@ from typing import Any
 import pytest
 import torch
 
-from asp.app.checkpoint import RunError, load_checkpoint, model_from_checkpoint, restore_checkpoint, run_config_of
+from asp.app.checkpoint import (
+    RunError,
+    kept_version_state,
+    load_checkpoint,
+    model_from_checkpoint,
+    new_model,
+    restore_checkpoint,
+    run_config_of,
+    write_checkpoint,
+)
 from asp.app.cli import main
 from asp.app.game_run import GameRun
 from asp.app.legacy import NOT_RESUMED
@@ -98,6 +107,11 @@ def test_asp_eval_moves_and_play_read_an_old_run(tmp_path: Path, capsys: pytest.
     out = tmp_path / "games.pgn"
     assert main(["play", "--checkpoint", str(run), "--games", "2", "--max-plies", "4", "--out", str(out)]) == 0
     assert out.read_text().count("[Event ") == 2
+    new = tmp_path / "new.pt"  # a checkpoint of this asp, of the same game: the two play each other
+    cfg = run_config_of(load_checkpoint(run / "checkpoint.pt"))
+    write_checkpoint(kept_version_state(cfg, version=2, next_iteration=2, weights=new_model(cfg).state_dict()), new)
+    assert main(["eval", str(new), "--vs", str(run), "--games", "2", "--search", "2", "--max-plies", "6"]) == 0
+    assert f"(version 2) against {run} (version 1): score" in capsys.readouterr().out
 
 
 def test_a_field_the_old_config_never_had_is_refused_naming_it(tmp_path: Path) -> None:

@@ -259,7 +259,7 @@ GAME_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 """The settings a shipped game trains with where they differ from :class:`GameRunConfig`'s,
 by the game's name: a game of chess is longer, and its value learns the material (its
-heuristic) besides the result, discounted, as TinyChess's own trainer does."""
+heuristic) besides the result, discounted."""
 
 
 def defaults_for(game: Any) -> GameRunConfig:
