@@ -96,7 +96,7 @@ class SelfPlay:
         usable cores follow the CPU affinity and a cgroup CPU quota).
     :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
     :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
-        :class:`asp.tinychess.PlayConfig` has; see :func:`asp.worker.play_cfg`).
+        :class:`asp.games.PlayConfig` has; see :func:`asp.worker.play_cfg`).
     :param shard_games: games per shard (default: :func:`default_shard_games`).
     :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
         which a worker counts as stalled and is killed; None disables it.

@@ -1,6 +1,6 @@
 """A thin synchronous facade over :class:`asp.SelfPlay`, for scripts and sync trainers.
 
-:func:`play_games_parallel` is a drop-in for ``play_games`` that spreads the games over
+:func:`play_games_parallel` is a drop-in for :func:`asp.games.play_games` that spreads the games over
 worker processes. :class:`SyncSelfPlay` keeps one pool alive across calls, for loops that play
 every iteration without paying for a new pool each time:
 

@@ -157,7 +157,7 @@ def play_cfg(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[An
     """The play_fn of a SelfPlay given none: the cfg plays its own games, ``cfg.play(model, opp)``.
 
     So the orchestrator knows no game: a game's config that has a ``play(model, opp)`` method
-    (TinyChess's :class:`~asp.tinychess.PlayConfig` has) needs no play_fn.
+    (:class:`asp.games.PlayConfig` has) needs no play_fn.
     """
     check_playable(cfg)
     result: tuple[list[Any], dict[str, Any]] = cfg.play(model, opp)

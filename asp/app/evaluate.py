@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from asp.errors import ConfigError
-from asp.tinychess.records import GameRecord
+from asp.games.records import Record
 
 __all__ = [
     "EloEstimate",
@@ -192,11 +192,12 @@ def match_result(*, wins: int, draws: int, losses: int, engine_failures: int = 0
     return MatchResult(wins, draws, losses, score, elo, engine_failures)
 
 
-def match_result_of(records: Iterable[GameRecord]) -> MatchResult:
-    """The model's match result over games against an opponent (:meth:`GameRecord.model_score`).
+def match_result_of(records: Iterable[Record]) -> MatchResult:
+    """The model's match result over games against an opponent (:meth:`Record.model_score
+    <asp.games.Record.model_score>`).
 
-    Games a player failed in (their ``failed``: TinyChess's engine failures, result ``*``;
-    a game's :class:`asp.games.MoveFailed`, whatever termination it names) are counted in
+    Games a player failed in (:attr:`Record.failed <asp.games.Record.failed>`: a mover raised
+    :class:`asp.games.MoveFailed`, such as a chess engine's failure) are counted in
     :attr:`MatchResult.engine_failures`, not scored.
 
     :raises ConfigError: a self-play game among ``records`` (it has no side to score), or no

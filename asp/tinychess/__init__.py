@@ -1,37 +1,37 @@
 """TinyChess, asp's default game: chess rules from python-chess and a tiny PyTorch model.
 
->>> records, stats = play_games(TinyChess(), None, PlayConfig(n_games=2, max_plies=6))
->>> [r.game_id for r in records]
-[0, 1]
+:class:`TinyChessGame` is the game (an :class:`asp.games.Game`): asp's generic play loop,
+search, trainer and evaluator play it like any other.
+
+>>> from asp.games import PlayConfig, play_games
+>>> game = TinyChessGame()
+>>> records, stats = play_games(game.network(), None, PlayConfig(game, n_games=2, max_plies=6))
+>>> [r.game_id for r in records], records[0].start == game.state_text(game.start())
+([0, 1], True)
 """
 
 from asp.tinychess.engine import EngineConfig, EngineOpponent
 from asp.tinychess.features import N_FEATURES, encode_boards
+from asp.tinychess.game import TinyChessGame
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
-from asp.tinychess.openings import OPENINGS, match_openings
-from asp.tinychess.play import BoardPlayer, PlayConfig, play_games
-from asp.tinychess.records import MODEL, OPPONENT, GameRecord, summarise, to_pgn
+from asp.tinychess.openings import OPENINGS
+from asp.tinychess.opponents import GreedyChessMover
+from asp.tinychess.pgn import to_pgn
 
 __all__ = [
-    "MODEL",
     "N_FEATURES",
     "OPENINGS",
-    "OPPONENT",
     "POLICY_SIZE",
-    "BoardPlayer",
     "EngineConfig",
     "EngineOpponent",
-    "GameRecord",
+    "GreedyChessMover",
     "ModelConfig",
-    "PlayConfig",
     "TinyChess",
+    "TinyChessGame",
     "encode_boards",
     "index_move",
     "legal_move_indices",
-    "match_openings",
     "move_index",
-    "play_games",
-    "summarise",
     "to_pgn",
 ]

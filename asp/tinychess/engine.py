@@ -1,4 +1,4 @@
-"""Stockfish (or another UCI engine) as an opponent of play_games, in this process or in asp's workers.
+"""Stockfish (or another UCI engine) as an opponent in games of TinyChess, in this process or in asp's workers.
 
 :class:`EngineOpponent` is built from its config, ``EngineOpponent(EngineConfig(...))``, the
 way asp's workers rebuild a network from its class and ``cfg``; it has no weights. Each
@@ -8,12 +8,13 @@ the instance is garbage-collected, or when the process exits. A worker that is k
 leaves no engine behind either: Stockfish quits at end of file on its standard input, and
 the kernel closes that pipe with the worker.
 
-:func:`~asp.tinychess.play.play_games` asks it for one move per game where it is to move
-(it is a :class:`~asp.tinychess.play.BoardPlayer`); the model's moves stay batched.
+:func:`asp.games.play_games` asks it for one move per game where it is to move (it is an
+:class:`asp.games.Mover` of :class:`~asp.tinychess.game.TinyChessGame`); the model's moves
+stay batched.
 
 Engine faults: an engine that exits, sends something that is not a legal move, or says
 nothing for ``move_timeout`` seconds (beyond ``time``) fails the game it was asked about.
-That game ends with result ``"*"`` (unknown: valid PGN) and termination ``"engine_failure"``;
+That game ends unscored with termination ``"engine_failure"`` (result ``"*"`` in its PGN);
 the failure is logged (event ``engine_failure``), the engine is killed, and a fresh one is
 started for the next move. Scores leave such games out and count them apart
 (:func:`~asp.app.evaluate.match_result_of`): calling them either side's loss would
@@ -258,7 +259,7 @@ def _close_engine(holder: list[_Engine | None], timeout: float, polite: bool = T
 
 
 class EngineOpponent(nn.Module):
-    """A UCI engine (Stockfish) as play_games' opponent; see the module docstring.
+    """A UCI engine (Stockfish) as an opponent of TinyChessGame; see the module docstring.
 
     ``EngineOpponent(cfg)`` finds the executable at once (:func:`find_engine`) and keeps its
     path in ``self.cfg``, so that a worker rebuilding it from its cfg runs the same file; the
@@ -300,12 +301,12 @@ class EngineOpponent(nn.Module):
         :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
         """
         board = state.history()  # the moves since the last capture or pawn move: it sees repetitions
-        move = self.play_board(board, game_id=None)
+        move = self._engine_move(board)
         if move is None:
             raise MoveFailed(f"{self.opponent_name}: {self.last_failure}", termination="engine_failure")
         return move_index(move, board.turn)
 
-    def play_board(self, board: chess.Board, *, game_id: int | None) -> chess.Move | None:
+    def _engine_move(self, board: chess.Board) -> chess.Move | None:
         """The engine's move on ``board`` (a legal move), or None if the engine failed.
 
         :raises EngineFailed: the ``cfg.max_failures``-th failure in a row.
@@ -323,12 +324,12 @@ class EngineOpponent(nn.Module):
             if not board.is_legal(move):
                 raise chess.engine.EngineError(f"the engine played {move.uci()}, not a legal move")
         except Exception as e:  # whatever it was, the game cannot go on with this engine
-            self._fail(game_id, e, starting=starting)
+            self._fail(e, starting=starting)
             return None
         self._in_a_row = 0
         return move
 
-    def _fail(self, game_id: int | None, error: Exception, *, starting: bool) -> None:
+    def _fail(self, error: Exception, *, starting: bool) -> None:
         self.failures += 1
         self._in_a_row += 1
         _close_engine(self._engine, self._start_timeout, polite=False)  # a broken engine is killed, not asked
@@ -339,8 +340,7 @@ class EngineOpponent(nn.Module):
         else:
             reason = f"{type(error).__name__}: {error}".strip().rstrip(":")
         self.last_failure = reason
-        log.warning("engine_failure", game_id=game_id, error=reason, engine=self.opponent_name,
-                    in_a_row=self._in_a_row)  # fmt: skip
+        log.warning("engine_failure", error=reason, engine=self.opponent_name, in_a_row=self._in_a_row)
         if self._in_a_row >= self.cfg.max_failures:
             raise EngineFailed(
                 f"{self.opponent_name} ({self.cfg.path}) failed {self._in_a_row} times in a row; the last: {reason}"
@@ -351,7 +351,7 @@ class EngineOpponent(nn.Module):
         _close_engine(self._engine, self._start_timeout)
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        raise TypeError("EngineOpponent plays from boards, not features: pass it to play_games as the opponent")
+        raise TypeError("EngineOpponent chooses its moves with choose(); it has no forward pass")
 
     def extra_repr(self) -> str:
         return f"{self.opponent_name!r}, path={self.cfg.path!r}"

@@ -26,7 +26,6 @@ the game lists none.
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,17 +38,17 @@ from torch import nn
 from asp.checks import check_int
 from asp.games.movers import RandomMover
 from asp.games.protocol import Mover, Symmetry
-from asp.games.records import RESULTS, Record
+from asp.games.records import Record
 from asp.search import Status
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
-from asp.tinychess.mates import mates_in_one, mating_moves
+from asp.tinychess.mates import mates_in_one
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS
-from asp.tinychess.opponents import material_gain
-from asp.tinychess.records import GameRecord, to_pgn
+from asp.tinychess.opponents import GreedyChessMover
+from asp.tinychess.pgn import to_pgn
 
-__all__ = ["ChessState", "GreedyChessMover", "TinyChessGame", "material_lead"]
+__all__ = ["ChessState", "TinyChessGame", "material_lead"]
 
 _MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
 _PACKED = N_PLANES * 8 + 4
@@ -237,7 +236,7 @@ class TinyChessGame:
     records_suffix = ".pgn"
 
     def records_text(self, records: Sequence[Record]) -> str:
-        """The games as PGN (:func:`~asp.tinychess.records.to_pgn`), White the game's first
+        """The games as PGN (:func:`~asp.tinychess.pgn.to_pgn`), White the game's first
         player; a game that ended by the rules names how (``checkmate``, ``stalemate``...).
 
         >>> game = TinyChessGame()
@@ -250,7 +249,7 @@ class TinyChessGame:
         1. e4 1/2-1/2
         <BLANKLINE>
         """
-        return "\n".join(to_pgn(_game_record(record), event=_event(record)) for record in records)
+        return "\n".join(to_pgn(record) for record in records)
 
     def openings(self) -> tuple[str, ...]:
         """The bundled openings (:data:`~asp.tinychess.openings.OPENINGS`): matches between
@@ -267,36 +266,6 @@ class TinyChessGame:
         return f"TinyChessGame(adjudication_margin={self.adjudication_margin})"
 
 
-def _event(record: Record) -> str:
-    return "asp self-play" if record.first == record.second else "asp match"
-
-
-def _game_record(record: Record) -> GameRecord:
-    """``record`` as TinyChess's own record (its PGN's source): a game that ended by the
-    rules replayed for how."""
-    moves = record.moves  # UCI, as the play loop wrote them (action_text)
-    if len(moves) != len(record.actions):  # a record made otherwise: its moves from its actions
-        board, moves = chess.Board(record.start), []
-        for action in record.actions:
-            legal, indices = legal_move_indices(board)
-            move = legal[indices.index(action)]
-            moves.append(move.uci())
-            board.push(move)
-    termination = record.termination
-    outcome = None
-    if termination == "rules":
-        board = chess.Board(record.start)
-        for uci in moves:
-            board.push(chess.Move.from_uci(uci))
-        outcome = board.outcome()
-    if outcome is not None:
-        termination = outcome.termination.name.lower()
-    result = "*" if record.failed else RESULTS[record.result]
-    return GameRecord(record.game_id, moves, result, termination, record.start, record.first,
-                      record.second, record.model_version, opponent_version=record.opponent_version,
-                      opponent_name=record.opponent_name)  # fmt: skip
-
-
 def _move(state: ChessState, action: int) -> chess.Move:
     """The legal move of policy index ``action`` at ``state``."""
     moves, indices = state.legal
@@ -304,23 +273,3 @@ def _move(state: ChessState, action: int) -> chess.Move:
         return moves[indices.index(action)]
     except ValueError:
         raise ValueError(f"action {action} is no legal move at {state.board.fen()}") from None
-
-
-class GreedyChessMover(nn.Module):
-    """The one-ply material-greedy mover: it mates in one if it can, else makes the move that
-    wins the most material at once, else a random move (ties broken at random)."""
-
-    cfg = None
-    opponent_name = "greedy"
-
-    def choose(self, game: Any, state: ChessState, rng: random.Random) -> int:
-        moves, indices = state.legal
-        mates = mating_moves(state.board, moves)
-        if mates:
-            return indices[mates[0]]
-        gains = [material_gain(state.board, move) for move in moves]
-        best = max(gains)
-        return rng.choice([index for index, gain in zip(indices, gains, strict=True) if gain == best])
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")

@@ -1,5 +1,6 @@
-"""Which legal moves mate at once: what the model plays under ``PlayConfig.mate_in_one``, and
-what the search counts as a won position.
+"""Which legal moves mate at once: what TinyChessGame lists as a position's winning actions
+(:attr:`asp.search.Status.winning`), so that a search counts the position as won and a
+network with ``take_wins`` plays the mate.
 
 Only the moves that can give check are looked at: a piece that lands on a square from which
 it attacks the enemy king, a piece that uncovers one of our sliders' lines to the king,

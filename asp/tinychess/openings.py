@@ -1,25 +1,20 @@
-"""A small bundled opening set, and the mapping that plays each opening with both colours.
+"""A small bundled opening set: TinyChessGame's openings (:meth:`~asp.tinychess.game.TinyChessGame.openings`).
 
 Ten main lines of common openings, four or five moves deep, White to move in each; Stockfish
 15.1 at depth 16 rates all of them between +0.2 and +0.6 pawns for White (the usual edge of
 the first move). Games that start from them are not repeats, even between greedy players.
 
-Against an opponent, :func:`~asp.tinychess.play.play_games` plays game ``i`` from
-``openings[i % len(openings)]`` with the model as White in the even ids. With an even number
-of openings that would pair each opening with one colour only; :func:`match_openings` lists
-each opening twice in a row, so that games ``2k`` and ``2k + 1`` play the same opening with
-the model as White, then as Black:
+Matches between players that play to win start from them, each opening twice in a row so
+that games ``2k`` and ``2k + 1`` play it with both colours
+(:func:`asp.app.game_config.match_starts`).
 
->>> pairs = match_openings()
->>> len(pairs), pairs[0] == pairs[1] == OPENINGS[0], pairs[2] == OPENINGS[1]
-(20, True, True)
+>>> len(OPENINGS), OPENINGS[0]
+(10, 'r1bqkb1r/1ppp1ppp/p1n2n2/4p3/B3P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 2 5')
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-__all__ = ["OPENINGS", "OPENING_LINES", "match_openings"]
+__all__ = ["OPENINGS", "OPENING_LINES"]
 
 OPENING_LINES: tuple[tuple[str, str], ...] = (
     ("Ruy Lopez, Morphy Defence", "e4 e5 Nf3 Nc6 Bb5 a6 Ba4 Nf6"),
@@ -48,15 +43,3 @@ OPENINGS: tuple[str, ...] = (
     "r1bqkb1r/ppp2ppp/2n2n2/3pp3/2P5/2N2NP1/PP1PPP1P/R1BQKB1R w KQkq - 0 5",
 )
 """The positions after :data:`OPENING_LINES`, as FENs (checked against the lines by the tests)."""
-
-
-def match_openings(openings: Sequence[str] = OPENINGS) -> tuple[str, ...]:
-    """``PlayConfig.openings`` for a match: each of ``openings`` twice in a row.
-
-    Game ``i`` then starts from ``openings[i // 2 % len(openings)]`` and the model plays White
-    in the even ids, so every opening is played once with each colour in every ``2 *
-    len(openings)`` consecutive games, whatever the number of openings. It is done here rather
-    than in play_games so that self-play, and any caller that passes its own openings, keeps
-    the games it had.
-    """
-    return tuple(fen for fen in openings for _ in range(2))

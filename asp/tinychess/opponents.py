@@ -1,45 +1,28 @@
-"""Fixed opponents for evaluation: the rungs of a ladder below a chess engine.
+"""The one-ply material-greedy mover: TinyChess's rung between the random mover and a chess
+engine (its :meth:`~asp.tinychess.game.TinyChessGame.movers` ``greedy``).
 
->>> import torch
->>> RandomMover()(torch.zeros(3, N_FEATURES))[0].abs().sum().item()
-0.0
->>> import chess
->>> GreedyMover().play_board(chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"), game_id=0).uci()
+>>> import random
+>>> from asp.tinychess.game import TinyChessGame
+>>> game = TinyChessGame()
+>>> state = game.parse_state("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+>>> game.action_text(state, GreedyChessMover().choose(game, state, random.Random(0)))
 'a1a8'
 """
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import chess
 import torch
 from torch import nn
 
-from asp.tinychess.features import N_FEATURES
 from asp.tinychess.mates import mating_moves
-from asp.tinychess.moves import POLICY_SIZE
 
-__all__ = ["GreedyMover", "RandomMover", "material_gain"]
+__all__ = ["GreedyChessMover", "material_gain"]
 
 _VALUE = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
-
-
-class RandomMover(nn.Module):
-    """A uniformly random mover: equal logits for every move, so play samples uniformly
-    among the legal moves (with ``mask_illegal=True``). It has no weights to train."""
-
-    cfg = None
-    opponent_name = "random"
-    """Who it is, in the records of games against it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("_inputs", torch.tensor(N_FEATURES))  # documents the expected input width
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        n = features.shape[0]
-        return torch.zeros(n, POLICY_SIZE, device=features.device), torch.zeros(n, device=features.device)
 
 
 def material_gain(board: chess.Board, move: chess.Move) -> int:
@@ -54,29 +37,23 @@ def material_gain(board: chess.Board, move: chess.Move) -> int:
     return gain
 
 
-class GreedyMover(nn.Module):
-    """A one-ply material-greedy mover: it mates in one if it can, else makes the move that
-    wins the most material at once, else plays a random move (ties broken at random).
-
-    A :class:`~asp.tinychess.play.BoardPlayer`: it moves from the board (a module with no
-    weights, so that asp's workers rebuild it like any opponent). Its random choices are
-    seeded by the game id and the ply, so a game against it replays exactly.
-    """
+class GreedyChessMover(nn.Module):
+    """The one-ply material-greedy mover (an :class:`asp.games.Mover`): it mates in one if it
+    can, else makes the move that wins the most material at once, else a random move (ties
+    broken at random)."""
 
     cfg = None
     opponent_name = "greedy"
 
-    def __init__(self) -> None:
-        super().__init__()
-
-    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
-        legal = list(board.legal_moves)
-        if not legal:
-            return None
-        mates = mating_moves(board, legal)
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        """Its move at ``state``, a :class:`~asp.tinychess.game.ChessState`, as the game's action."""
+        moves, indices = state.legal
+        mates = mating_moves(state.board, moves)
         if mates:
-            return legal[mates[0]]
-        rng = random.Random(f"greedy:{game_id}:{board.ply()}")
-        gains = [material_gain(board, move) for move in legal]
+            return int(indices[mates[0]])
+        gains = [material_gain(state.board, move) for move in moves]
         best = max(gains)
-        return rng.choice([move for move, gain in zip(legal, gains, strict=True) if gain == best])
+        return int(rng.choice([index for index, gain in zip(indices, gains, strict=True) if gain == best]))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")
