@@ -21,7 +21,7 @@ def test_the_doctests_that_make_files_leave_none_in_the_temporary_directory(tmp_
         for path in (ROOT / "asp").rglob("*.py")
         if "tempfile.mkdtemp()" in path.read_text(encoding="utf-8")
     )
-    assert len(modules) >= 5  # atomic, weights, and the application's pgn, show, lock...
+    assert len(modules) >= 5  # atomic, weights, and the application's show, lock...
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],

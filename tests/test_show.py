@@ -1,6 +1,6 @@
 """``asp show``: a position of a PGN game as an SVG board, the last move and check highlighted.
 
-The PGN files are asp's own (``write_pgn``): a fool's mate from the start position and a back-rank
+The PGN files are asp's own (``TinyChessGame.records_text``): a fool's mate from the start position and a back-rank
 mate from a custom FEN. The SVG is parsed with xml.etree: it must be well-formed, and the squares
 that python-chess's chess.svg marks (``lastmove`` squares, the ``check`` gradient) are checked.
 """
@@ -16,10 +16,10 @@ import chess
 import pytest
 
 from asp.app.cli import main
-from asp.app.pgn import write_pgn
 from asp.app.show import read_game, render, write_boards
 from asp.errors import ConfigError
-from asp.tinychess import MODEL, OPPONENT, GameRecord
+from asp.games import MODEL, OPPONENT, Record
+from asp.tinychess import TinyChessGame
 
 SVG = "{http://www.w3.org/2000/svg}"
 FOOLS_MATE = ["f2f3", "e7e5", "g2g4", "d8h4"]
@@ -32,10 +32,12 @@ MARGIN = 15
 def games(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Game 1: fool's mate (4 plies, Black mates); game 2: Ra8# from a custom FEN (1 ply)."""
     records = [
-        GameRecord(0, FOOLS_MATE, "0-1", "checkmate", chess.STARTING_FEN, MODEL, MODEL, 1),
-        GameRecord(1, ["a1a8"], "1-0", "checkmate", BACK_RANK_FEN, MODEL, OPPONENT, 1, opponent_name="random"),
+        Record(0, chess.STARTING_FEN, [], 0.0, "rules", MODEL, MODEL, 1, moves=FOOLS_MATE),
+        Record(1, BACK_RANK_FEN, [], 1.0, "rules", MODEL, OPPONENT, 1, opponent_name="random", moves=["a1a8"]),
     ]
-    return write_pgn(records, tmp_path_factory.mktemp("show") / "games.pgn")
+    path = tmp_path_factory.mktemp("show") / "games.pgn"
+    path.write_text(TinyChessGame().records_text(records), encoding="utf-8")
+    return path
 
 
 def _square(rect: ET.Element) -> str:

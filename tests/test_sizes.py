@@ -11,22 +11,16 @@ import asp
 ROOT = Path(asp.__file__).parent
 MAX_CLASS = 300
 MAX_FUNCTION = 60
-KNOWN = {
-    ("asp/tinychess/play.py", "_choose_moves"),
-    ("asp/tinychess/play.py", "play_games"),
-}
-"""TinyChess's own play loop, which the game seam (asp.games) replaces: it goes when nothing
-plays through it any more."""
 
 
 def too_long(source: str, path: str) -> list[str]:
-    """``path:name (lines)`` of each class and function of ``source`` over its limit, outside :data:`KNOWN`."""
+    """``path:name (lines)`` of each class and function of ``source`` over its limit."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
             limit = MAX_CLASS if isinstance(node, ast.ClassDef) else MAX_FUNCTION
-            if lines > limit and (path, node.name) not in KNOWN:
+            if lines > limit:
                 found.append(f"{path}:{node.name} ({lines} lines)")
     return found
 
@@ -37,14 +31,6 @@ def test_no_class_or_function_of_asp_is_over_its_limit() -> None:
         name = path.relative_to(ROOT.parent).as_posix()
         found += too_long(path.read_text(encoding="utf-8"), name)
     assert not found, f"over {MAX_CLASS} lines a class or {MAX_FUNCTION} a function: {found}"
-
-
-def test_the_known_exceptions_are_still_there() -> None:
-    # Once one is gone or short, it leaves KNOWN, and the rule holds for it again.
-    for path, name in KNOWN:
-        tree = ast.parse((ROOT.parent / path).read_text(encoding="utf-8"))
-        lengths = [n.end_lineno - n.lineno + 1 for n in ast.walk(tree) if getattr(n, "name", None) == name]
-        assert any(length > MAX_FUNCTION for length in lengths if length is not None), (path, name)
 
 
 def test_the_check_finds_a_long_function() -> None:

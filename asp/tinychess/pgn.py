@@ -59,7 +59,7 @@ def _opponent(record: Record, opponent: str | None) -> tuple[str, str]:
 
 def _moves(record: Record) -> list[chess.Move]:
     """The game's moves: its UCI moves as play wrote them, else its actions (policy indices)."""
-    if len(record.moves) == len(record.actions):
+    if record.moves or not record.actions:
         return [chess.Move.from_uci(uci) for uci in record.moves]
     board, moves = chess.Board(record.start), []
     for action in record.actions:
