@@ -4,12 +4,18 @@ hand on random positions: the threats of either side and the playable cells, cel
 from __future__ import annotations
 
 import random
+from typing import Any
 
+import pytest
 import torch
+import torch.utils._pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from asp.connect4 import ConnectFour
 from asp.connect4.model import N_PLANES, C4Config, C4Net, planes_of
 from asp.connect4.rules import HEIGHT, WIDTH, Board, cell, is_over, legal_columns, play
+from asp.games import Game
+from asp.tinychess import TinyChessGame
 
 GAME = ConnectFour()
 DIRECTIONS = ((1, 0), (0, 1), (1, 1), (1, -1))
@@ -65,3 +71,31 @@ def test_the_network_is_rebuilt_from_its_config_alone() -> None:
     logits, value = net(GAME.encode(random_positions(3, seed=1)))
     assert logits.shape == (3, WIDTH) and value.shape == (3,) and bool((value.abs() <= 1).all())
     assert torch.isfinite(logits).all()
+
+
+class _Devices(TorchDispatchMode):
+    """The devices of every tensor that an operation reads, while the mode is on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        for value in pytree.tree_leaves((args, kwargs or {})):
+            if isinstance(value, torch.Tensor):
+                self.seen.add(value.device.type)
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("game", [ConnectFour(), TinyChessGame()], ids=repr)
+def test_a_network_moved_to_a_device_computes_there_alone(game: Game[Any]) -> None:
+    # A trainer on a GPU moves the network there (asp train --device cuda, or auto on a machine
+    # with one): a tensor that forward makes on the CPU fails there. The "meta" device (shapes
+    # without data) stands in for the GPU on a machine without one; every tensor that forward
+    # reads must be on it.
+    net = game.network().to("meta")
+    features = game.encode([game.start()]).to("meta")
+    with _Devices() as devices:
+        logits, value = net(features)
+    assert devices.seen == {"meta"}
+    assert logits.device.type == value.device.type == "meta"

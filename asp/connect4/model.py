@@ -16,6 +16,7 @@ playable now.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -34,15 +35,15 @@ N_PLANES = 5
 playable now."""
 
 
-def _line_kernels() -> torch.Tensor:
-    """``(4, 1, 4, 4)``: the four-in-a-row lines through a 4x4 window (axes: column, row)."""
-    lines = torch.zeros(4, 1, 4, 4)
-    for k in range(4):
-        lines[0, 0, k, 0] = 1.0  # along a row
-        lines[1, 0, 0, k] = 1.0  # up a column
-        lines[2, 0, k, k] = 1.0  # diagonal, up to the right
-        lines[3, 0, k, 3 - k] = 1.0  # diagonal, down to the right
-    return lines
+@functools.cache
+def _line_kernels(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``(4, 1, 4, 4)``: the four-in-a-row lines through a 4x4 window (axes: column, row),
+    made on ``device``: a network that a trainer moved to a GPU computes there alone."""
+    column = torch.arange(4, device=device).view(4, 1)
+    row = torch.arange(4, device=device).view(1, 4)
+    along_a_row, up_a_column = (row == 0).expand(4, 4), (column == 0).expand(4, 4)
+    lines = torch.stack([along_a_row, up_a_column, column == row, column + row == 3])  # diagonals: up, down
+    return lines.to(dtype).unsqueeze(1)
 
 
 def planes_of(features: torch.Tensor) -> torch.Tensor:
@@ -55,7 +56,7 @@ def planes_of(features: torch.Tensor) -> torch.Tensor:
     [(2, 0), (6, 0)]
     """
     stones = features.reshape(-1, 2, WIDTH, HEIGHT)
-    lines = _line_kernels().to(features.dtype)
+    lines = _line_kernels(features.device, features.dtype)
     # stones of each side in every line of four (the board padded by 3 cells: the lines that
     # stick out of it count no stone there, and have no empty cell there either)
     counts = nn.functional.conv2d(stones.reshape(-1, 1, WIDTH, HEIGHT), lines, padding=3)
