@@ -15,20 +15,25 @@ The class does not hide that: :meth:`BaselinePool.set_weights` returns the pids 
 the weights, and every shard reports the version its worker held, so a stale shard shows up
 in :attr:`BaselineResult.stale_shards`.
 
-:func:`play_uneven` is a module-level ``play_fn(model, opp, cfg)`` (usable by asp's
-``SelfPlay`` and by :class:`BaselinePool`) whose game lengths are very uneven and clustered by
-game id. Chosen on purpose to show the cost of one equal shard per worker, and documented here
-so that nobody mistakes it for typical self-play:
+The workload: :func:`uneven_config` makes the :class:`~asp.games.PlayConfig` of one block
+(iteration) of games whose lengths are very uneven and clustered by game id, played by
+:func:`asp.games.play_games` (asp's ``SelfPlay`` calls it as ``cfg.play``; the pool's workers
+call it as their ``play_fn``). Chosen on purpose to show the cost of one equal shard per
+worker, and documented here so that nobody mistakes it for typical self-play:
 
 * a *block* is one iteration's games, ids ``block_first .. block_first + block_games - 1``;
-* the first ``long_fraction`` (default half) of a block's ids are *long* games, played with
-  ``max_plies=long_plies`` (default 400: with the untrained TinyChess, 64 such games averaged
-  ~330 plies in a quick measurement, ending by insufficient material, the 75-move rule, mate or
-  adjudication); every other game is *short*, ``max_plies=short_plies`` (default 40, nearly
+* the first ``long_fraction`` (default half) of a block's ids are *long* games, capped at
+  ``long_plies`` (default 400: with the untrained TinyChess, 64 such games averaged ~330 plies
+  in a quick measurement, ending by insufficient material, the 75-move rule, mate or
+  adjudication); every other game is *short*, capped at ``short_plies`` (default 40, nearly
   always exactly 40 plies);
-* :class:`UnevenConfig` is a :class:`~asp.tinychess.PlayConfig` whose ``plies_limit`` gives
-  each game its cap, so one ``play_games`` batch loop plays long and short games together and
-  keeps its batch as full as it can.
+* the game is :class:`UnevenChess`, TinyChess whose games end at the cap their start gives:
+  a game's id picks its start from the config's ``openings`` (game ``i`` starts from
+  ``openings[i % len(openings)]``), and every start is the initial position, a long game's
+  with the fullmove number :data:`LONG_FULLMOVE` (the network does not see that number), so
+  one ``play_games`` batch loop plays long and short games together and keeps its batch as
+  full as it can. A game ended at its cap is scored by material as at ``max_plies``, but its
+  record's termination reads ``rules``.
 
 With one contiguous shard per worker, the first worker gets every long game: most of the work.
 Small shards spread the long games over the workers, but each shard plays fewer games at once,
@@ -54,43 +59,88 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import chess
 import torch
 from torch import nn
 
-from asp.tinychess import GameRecord, PlayConfig, TinyChess, play_games
+from asp.games import PlayConfig
+from asp.search import Status
+from asp.tinychess import TinyChess, TinyChessGame
+from asp.tinychess.game import ChessState
 
-__all__ = ["BaselinePool", "BaselineResult", "PlayFn", "UnevenConfig", "play_uneven"]
+__all__ = ["LONG_FULLMOVE", "BaselinePool", "BaselineResult", "PlayFn", "UnevenChess", "uneven_config"]
 
 PlayFn = Callable[[nn.Module, nn.Module | None, Any], tuple[list[Any], dict[str, Any]]]
 
 
 # -- the uneven workload ----------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class UnevenConfig(PlayConfig):
-    """The uneven workload: a :class:`PlayConfig` whose long games come first in each block."""
-
-    block_first: int = 0
-    """Id of the first game of the block (iteration) that this call's games belong to."""
-    block_games: int = 0
-    """Games in the block; its first ``long_fraction`` are long."""
-    long_fraction: float = 0.5
-    """Fraction of the block's ids, from its start, that are long games."""
-    long_plies: int = 400
-    """``max_plies`` of a long game."""
-    short_plies: int = 40
-    """``max_plies`` of a short game."""
-
-    def plies_limit(self, game_id: int) -> int:
-        """``max_plies`` of game ``game_id``: long in the first part of the block, else short."""
-        long_end = self.block_first + int(self.block_games * self.long_fraction)
-        return self.long_plies if self.block_first <= game_id < long_end else self.short_plies
+LONG_FULLMOVE = 10_001
+"""Fullmove number of a long game's start (a short game starts at 1): the game's ply count
+(:meth:`chess.Board.ply`) then tells a long game from a short one."""
+_LONG_PLY = 2 * (LONG_FULLMOVE - 1)
+_SHORT_START = chess.STARTING_FEN
+_LONG_START = chess.STARTING_FEN.rsplit(" ", 1)[0] + f" {LONG_FULLMOVE}"
 
 
-def play_uneven(model: nn.Module, opp: nn.Module | None, cfg: UnevenConfig) -> tuple[list[GameRecord], dict[str, Any]]:
-    """Play ``cfg``'s games: :func:`asp.tinychess.play_games`, one batch loop for long and short."""
-    return play_games(model, opp, cfg)
+class UnevenChess(TinyChessGame):
+    """TinyChess whose games end, scored by material, after ``long_plies`` plies from a long
+    start (fullmove :data:`LONG_FULLMOVE`) and ``short_plies`` from any other."""
+
+    def __init__(self, long_plies: int = 400, short_plies: int = 40) -> None:
+        super().__init__()
+        for name, plies in (("long_plies", long_plies), ("short_plies", short_plies)):
+            if not 1 <= plies < _LONG_PLY:
+                raise ValueError(f"UnevenChess.{name} must be in 1..{_LONG_PLY - 1}, got {plies}")
+        self.long_plies = long_plies
+        self.short_plies = short_plies
+
+    def status(self, state: ChessState) -> Status:
+        status = super().status(state)
+        if status.value is None:
+            ply = state.board.ply()
+            played, cap = (ply - _LONG_PLY, self.long_plies) if ply >= _LONG_PLY else (ply, self.short_plies)
+            if played >= cap:
+                return Status(value=self.adjudicate(state))
+        return status
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            super().__eq__(other)
+            and isinstance(other, UnevenChess)
+            and (other.long_plies, other.short_plies) == (self.long_plies, self.short_plies)
+        )
+
+    def __hash__(self) -> int:
+        return hash((super().__hash__(), self.long_plies, self.short_plies))
+
+    def __repr__(self) -> str:
+        return f"UnevenChess(long_plies={self.long_plies}, short_plies={self.short_plies})"
+
+
+def uneven_config(
+    block_first: int,
+    block_games: int,
+    *,
+    long_fraction: float = 0.5,
+    long_plies: int = 400,
+    short_plies: int = 40,
+    **play: Any,
+) -> PlayConfig:
+    """The :class:`PlayConfig` of the block of games ``block_first .. block_first + block_games - 1``:
+    the first ``long_fraction`` of its ids long games, the others short.
+
+    ``play`` holds PlayConfig's other fields; ``first_game`` and ``n_games`` default to the
+    block's. Any game id, in the block or not, gets the start of its place in the block's
+    pattern, so a shard of the block (or a game offered to a worker) plays the same game.
+    """
+    n_long = int(block_games * long_fraction)
+    starts = [_LONG_START if (k - block_first) % block_games < n_long else _SHORT_START for k in range(block_games)]
+    play.setdefault("first_game", block_first)
+    play.setdefault("n_games", block_games)
+    return PlayConfig(
+        UnevenChess(long_plies, short_plies), openings=tuple(starts), max_plies=max(long_plies, short_plies), **play
+    )
 
 
 # -- the baseline pool: code that runs in its workers -------------------------------------------
@@ -176,7 +226,7 @@ class BaselineResult:
 class BaselinePool:
     """A long-lived spawn ``multiprocessing.Pool``: weights by broadcast, one shard per worker.
 
-    Use it as ``with BaselinePool(2, play_uneven) as pool:``; ``start()`` and ``close()`` are
+    Use it as ``with BaselinePool(2, play_games) as pool:``; ``start()`` and ``close()`` are
     the same by hand. Start-up waits until every worker has run its initializer.
     """
 

@@ -9,9 +9,10 @@ Three measurements, each a median over ``--runs`` runs in one process on this ma
 * ``capacity``: shards per second the coordinator dispatches and collects on the local backend
   with a no-op play (one game, no plies) per shard and 2 workers: how many workers one
   coordinator can keep fed.
-* ``ray``: the same TinyChess games on the local and the Ray backend (2 workers each; Ray's
-  instance started once, before timing), as a ratio of throughputs, and Ray's extra cost per
-  shard with no-op shards.
+* ``ray``: the same TinyChess games (``asp.games.PlayConfig(TinyChessGame(), max_plies=200)``,
+  self-play without search) on the local and the Ray backend (2 workers each; Ray's instance
+  started once, before timing), as a ratio of throughputs, and Ray's extra cost per shard with
+  no-op shards.
 
 Run::
 
@@ -37,8 +38,12 @@ import psutil
 from torch import nn
 
 from asp import SelfPlay
+from asp.games import PlayConfig
 from asp.testing import EchoRecord, FaultConfig, fault_play
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess
+from asp.tinychess import ModelConfig, TinyChess, TinyChessGame
+
+MAX_PLIES = 200
+"""The cap of a TinyChess game's plies in ``ray``: what ``asp train`` plays with."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,12 +108,14 @@ async def backend_runs(runs: int, games: int, noop_shards: int) -> dict[str, Any
     out: dict[str, Any] = {}
     try:
         model = TinyChess()
+        game = TinyChessGame()
         for backend in ("local", "ray"):
             plies_per_s, noop = [], []
             async with SelfPlay(workers=2, play_fn=None, backend=backend) as selfplay:
-                await selfplay.play(model, None, PlayConfig(n_games=4, max_plies=8))  # warm
+                await selfplay.play(model, None, PlayConfig(game, n_games=4, max_plies=8))  # warm
                 for run in range(runs):
-                    _, stats = await selfplay.play(model, None, PlayConfig(n_games=games, seed=run))
+                    cfg = PlayConfig(game, n_games=games, seed=run, max_plies=MAX_PLIES)
+                    _, stats = await selfplay.play(model, None, cfg)
                     plies_per_s.append(stats["plies_per_s"])
             async with SelfPlay(workers=2, play_fn=fault_play, shard_games=1, backend=backend) as selfplay:
                 await selfplay.play(model, None, FaultConfig(n_games=2, plies=0))

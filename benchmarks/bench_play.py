@@ -1,9 +1,11 @@
-"""Self-play speed of ``asp.tinychess.play_games`` against plain python-chess random playouts.
+"""Self-play speed of ``asp.games.play_games`` on TinyChess against plain python-chess random playouts.
 
 Each run times, on one thread and (by default) one pinned CPU:
 
-1. asp: ``play_games(TinyChess(), None, PlayConfig())`` at default settings (256 games of at
-   most 200 plies, batch 64, default model with ``torch.manual_seed(0)``), in plies/s;
+1. asp: ``play_games(game.network(), None, PlayConfig(game, max_plies=200))`` with ``game =
+   TinyChessGame()`` (256 games of at most 200 plies, as ``asp train`` caps a game of
+   TinyChess, batch 64, the network without search, default model with
+   ``torch.manual_seed(0)``), in plies/s;
 2. baseline: random playouts from the initial position with python-chess alone
    (``list(board.generate_legal_moves())``, a uniform pick from a seeded ``random.Random``,
    ``push``, ``is_game_over()``; games capped at the same ``max_plies``), run for about as
@@ -12,9 +14,9 @@ Each run times, on one thread and (by default) one pinned CPU:
 and the ratio asp / baseline, which factors out the speed of the machine. Runs alternate
 (asp, baseline, asp, baseline, ...) so drift in machine load hits both sides alike; medians
 are reported. Targets: >= 5,000 plies/s and ratio >= 0.45 (issue 9; it was 0.33 before). It
-always exits 0. ``--mate-in-one`` times asp with ``PlayConfig(mate_in_one=True)``, as ``asp
-train``'s self-play plays: the untrained model then mates whenever it can, so its games are
-shorter, and each of its plies also looks for a mate in one.
+always exits 0. ``--mate-in-one`` times asp with ``PlayConfig(take_wins=True)``: the untrained
+model then mates whenever it can, so its games are shorter. (TinyChessGame finds the mates in
+one of every position either way: they are its :attr:`Status.winning <asp.search.Status.winning>`.)
 
     python benchmarks/bench_play.py [--runs 3] [--games G] [--mate-in-one] [--cpu K] [--json out.json]
 """
@@ -33,11 +35,15 @@ from typing import Any
 
 import chess
 import torch
+from torch import nn
 
-from asp.tinychess import PlayConfig, TinyChess, play_games
+from asp.games import PlayConfig, play_games
+from asp.tinychess import TinyChessGame
 
 TARGET_PLIES_PER_S = 5_000.0
 TARGET_RATIO = 0.45
+MAX_PLIES = 200
+"""The cap of a game's plies: what ``asp train`` plays TinyChess with."""
 
 
 def cpu_model() -> str:
@@ -51,7 +57,7 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def time_asp(model: TinyChess, cfg: PlayConfig) -> tuple[int, float]:
+def time_asp(model: nn.Module, cfg: PlayConfig) -> tuple[int, float]:
     """Return ``(plies, seconds)`` of one ``play_games`` call."""
     started = time.perf_counter()
     _, stats = play_games(model, None, cfg)
@@ -84,7 +90,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Time asp self-play against python-chess random playouts.")
     parser.add_argument("--runs", type=int, default=3, help="asp/baseline pairs to time (default 3)")
     parser.add_argument("--games", type=int, default=None, help="PlayConfig.n_games (default: its default)")
-    parser.add_argument("--mate-in-one", action="store_true", help="asp plays with PlayConfig.mate_in_one")
+    parser.add_argument("--mate-in-one", action="store_true", help="asp plays with PlayConfig.take_wins (mates in one)")
     parser.add_argument("--cpu", type=int, default=0, help="CPU to pin to; -1 to not pin (default 0)")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args()
@@ -98,11 +104,12 @@ def main() -> None:
         os.sched_setaffinity(0, {args.cpu})
         pinned = f"CPU {args.cpu}"
 
-    cfg = PlayConfig(mate_in_one=args.mate_in_one)
+    game = TinyChessGame()
+    cfg = PlayConfig(game, max_plies=MAX_PLIES, take_wins=args.mate_in_one)
     if args.games is not None:
         cfg = dataclasses.replace(cfg, n_games=args.games)
     torch.manual_seed(0)
-    model = TinyChess()
+    model = game.network()
 
     info = {
         "platform": platform.platform(),
@@ -116,10 +123,10 @@ def main() -> None:
         print(f"{key:>13}: {value}")
     print(
         f"{'config':>13}: n_games={cfg.n_games} max_plies={cfg.max_plies} batch_size={cfg.batch_size} "
-        f"mate_in_one={cfg.mate_in_one}"
+        f"take_wins={cfg.take_wins}"
     )
 
-    warm_plies, warm_s = time_asp(model, PlayConfig(n_games=cfg.batch_size, max_plies=20))
+    warm_plies, warm_s = time_asp(model, PlayConfig(game, n_games=cfg.batch_size, max_plies=20))
     print(f"{'warm-up':>13}: {warm_plies} plies in {warm_s:.3f} s (untimed below)")
 
     runs: list[dict[str, Any]] = []
@@ -159,7 +166,7 @@ def main() -> None:
                 "n_games": cfg.n_games,
                 "max_plies": cfg.max_plies,
                 "batch_size": cfg.batch_size,
-                "mate_in_one": cfg.mate_in_one,
+                "take_wins": cfg.take_wins,
             },  # fmt: skip
             "warmup": {"plies": warm_plies, "seconds": warm_s},
             "runs": runs,

@@ -13,12 +13,13 @@ thread, in one process:
    PUCT selection (``SearchNode.puct_value``, ``uct_c`` 2, as OpenSpiel's AlphaZero uses it)
    by default; ``--peer-selection uct`` for the bot's default UCT, which ignores the prior.
    Timed: ``bot.step(state)`` for each position, one after the other;
-2. asp: ``asp.search.search(ChessSearch(net), positions, SearchConfig(simulations=S), rngs, batch=N)``
-   over all N positions at once (one batch: the new leaves of every tree in network calls of
-   N boards).
+2. asp: ``asp.search.search(NetworkSearch(TinyChessGame(), net), roots, SearchConfig(simulations=S),
+   rngs, batch=N)`` over all N positions at once (one batch: the new leaves of every tree in
+   network calls of N boards), each root ``game.search_root(game.parse_state(fen))``, as
+   ``asp.games.play_games`` starts a search.
 
 simulations/s = positions * S * searches / seconds, for each side; the ratio asp / peer (target >= 3)
-factors out the machine. asp's batch occupancy is ``ChessSearch.boards / evaluations`` over
+factors out the machine. asp's batch occupancy is ``NetworkSearch.boards / evaluations`` over
 the number of positions N, the batch: the last calls of a search are part full, as the
 searches of the positions end (a position with few legal moves takes more rounds than the
 others). That is a single move of every position; in self-play a game whose search has ended
@@ -58,9 +59,9 @@ import chess
 import numpy as np
 import torch
 
+from asp.games.network_search import NetworkSearch
 from asp.search import SearchConfig, search
-from asp.tinychess import TinyChess, encode_boards, move_index
-from asp.tinychess.chess_search import ChessSearch, Position
+from asp.tinychess import TinyChess, TinyChessGame, encode_boards, move_index
 from asp.tinychess.mates import mating_moves
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -175,17 +176,18 @@ class Peer:
 
 def time_asp(net: TinyChess, boards: list[chess.Board], simulations: int, seed: int) -> dict[str, float]:
     """One ``search`` over all ``boards`` at once: seconds, simulations spent, network calls and boards."""
-    game = ChessSearch(net)
-    positions = [Position(board.copy()) for board in boards]
+    game = TinyChessGame()
+    evaluator = NetworkSearch(game, net)
+    roots = [game.search_root(game.parse_state(board.fen())) for board in boards]
     rngs = [random.Random(seed * 1_000_003 + i) for i in range(len(boards))]
     started = time.perf_counter()
-    results = search(game, positions, SearchConfig(simulations=simulations), rngs, batch=len(boards))
+    results = search(evaluator, roots, SearchConfig(simulations=simulations), rngs, batch=len(boards))
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
         "simulations": sum(r.simulations for r in results),
-        "evaluations": game.evaluations,
-        "boards": game.boards,
+        "evaluations": evaluator.evaluations,
+        "boards": evaluator.boards,
     }
 
 

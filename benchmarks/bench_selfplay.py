@@ -9,10 +9,11 @@ so that drift in machine load hits each side alike; medians over runs are report
 process sets ``torch.set_num_threads(1)``; every worker runs one torch thread.
 
 1. scaling: plies/s of ``SelfPlay(workers=2, threads_per_worker=1).play(TinyChess(), None,
-   PlayConfig(n_games=G))`` against ``workers=1``, both at the default ``shard_games``
+   PlayConfig(TinyChessGame(), n_games=G, max_plies=200))`` (``asp.games``: self-play without
+   search, games capped as ``asp train`` caps them) against ``workers=1``, both at the default ``shard_games``
    (``asp.selfplay.default_shard_games``: small shards, a full batch of them per task and more
    offered as games end). Target: ratio >= 1.8. On a 2-core machine this shows 1 -> 2 workers only.
-2. overhead: wall time of ``SelfPlay(workers=1).play`` against ``play_games`` in this process
+2. overhead: wall time of ``SelfPlay(workers=1).play`` against ``asp.games.play_games`` in this process
    for the same games, both with the default ``shard_games`` (see above) and with
    ``shard_games=G`` (one shard, the same batch as in-process). Target: asp_time /
    inprocess_time <= 1.03; reported for both.
@@ -23,9 +24,10 @@ process sets ``torch.set_num_threads(1)``; every worker runs one torch thread.
    this process, from a file that was just written (so from the page cache).
 4. baseline: :class:`baseline_pool.BaselinePool` (a long-lived spawn ``multiprocessing.Pool``,
    weights broadcast by ``pool.map(set_weights, [path] * workers)``, one equal shard per
-   worker) against ``SelfPlay(workers=2, play_fn=play_uneven)`` on
-   ``--iterations`` iterations of G games with very uneven, clustered game lengths (see
-   ``baseline_pool.play_uneven``); the weights change before every iteration on both sides,
+   worker, each playing its shard with ``play_games``) against ``SelfPlay(workers=2)`` (its
+   workers play ``cfg.play``, the same ``play_games``) on ``--iterations`` iterations of G
+   games with very uneven, clustered game lengths, the same configs on both sides (see
+   ``baseline_pool.uneven_config``); the weights change before every iteration on both sides,
    identically, and asp bumps ``model_version``. Reported: wall time over the iterations,
    plies/s, and asp's speed as baseline_time / asp_time. Target (issue 9): >= 1.3 with asp's
    default ``shard_games`` on the default workload (half the games long), ``--games 192``.
@@ -55,17 +57,19 @@ import torch
 from torch import nn
 
 from asp import SelfPlay, configure_logging
+from asp.games import PlayConfig, play_games
 from asp.selfplay import default_shard_games
-from asp.tinychess import PlayConfig, TinyChess, play_games, summarise
+from asp.tinychess import TinyChess, TinyChessGame
 from asp.weights import WeightStore
 
-# Spawn workers import the play_fn of section 4 by module name: make sure this directory is on
-# sys.path (it is when run as a script), since the children inherit the parent's sys.path.
+# Spawn workers import the game of section 4 (baseline_pool.UnevenChess) by module name: make
+# sure this directory is on sys.path (it is when run as a script), since the children inherit
+# the parent's sys.path.
 _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from baseline_pool import BaselinePool, UnevenConfig, play_uneven  # noqa: E402
+from baseline_pool import BaselinePool, uneven_config  # noqa: E402
 from bench_play import cpu_model  # noqa: E402
 
 SECTIONS = ("scaling", "overhead", "publish", "baseline")
@@ -73,6 +77,11 @@ TARGET_SCALING = 1.8
 TARGET_OVERHEAD = 1.03
 TARGET_PUBLISH_MS = 20.0
 TARGET_BASELINE = 1.3
+MAX_PLIES = 200
+"""The cap of a game's plies in 'scaling' and 'overhead': what ``asp train`` plays TinyChess with."""
+LONG_PLIES = 400
+"""'baseline': the cap of a long game's plies."""
+GAME = TinyChessGame()
 
 T = TypeVar("T")
 
@@ -135,14 +144,15 @@ async def bench_scaling(args: argparse.Namespace, model: TinyChess) -> dict[str,
     header(1, "scaling: SelfPlay(workers=2) against SelfPlay(workers=1), plies/s")
     cores = os.cpu_count() or 1
     print(f"note: this machine has {cores} cores, so this figure shows 1 -> 2 workers only")
-    cfg = PlayConfig(n_games=args.games)
+    cfg = PlayConfig(GAME, n_games=args.games, max_plies=MAX_PLIES)
     size1 = default_shard_games(cfg.n_games, 1, cfg.batch_size)
     size2 = default_shard_games(cfg.n_games, 2, cfg.batch_size)
     print(
-        f"cfg: PlayConfig(n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size {cfg.batch_size}); "
-        f"default shard_games: {size1} games with 1 worker, {size2} with 2 (a full batch of shards per task)"
+        f"cfg: PlayConfig(TinyChessGame(), n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size "
+        f"{cfg.batch_size}); default shard_games: {size1} games with 1 worker, {size2} with 2 "
+        "(a full batch of shards per task)"
     )
-    warm = PlayConfig(n_games=8, max_plies=10)
+    warm = PlayConfig(GAME, n_games=8, max_plies=10)
     runs: list[dict[str, Any]] = []
     async with (
         SelfPlay(workers=1, threads_per_worker=1) as sp1,
@@ -197,18 +207,18 @@ async def bench_scaling(args: argparse.Namespace, model: TinyChess) -> dict[str,
 
 async def bench_overhead(args: argparse.Namespace, model: TinyChess) -> dict[str, Any]:
     header(2, "overhead: SelfPlay(workers=1).play against play_games in this process")
-    cfg = PlayConfig(n_games=args.games)
+    cfg = PlayConfig(GAME, n_games=args.games, max_plies=MAX_PLIES)
     default_size = default_shard_games(cfg.n_games, 1, cfg.batch_size)
     print(
-        f"cfg: PlayConfig(n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size {cfg.batch_size}); "
-        f"in-process: torch.set_num_threads(1), network batch <= {min(cfg.batch_size, cfg.n_games)}"
+        f"cfg: PlayConfig(TinyChessGame(), n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size "
+        f"{cfg.batch_size}); in-process: torch.set_num_threads(1), network batch <= {min(cfg.batch_size, cfg.n_games)}"
     )
     print(
         f"asp default shard_games: {default_size} games per shard, a batch of {cfg.batch_size} games per task "
         f"and more offered as games end; asp shard_games={cfg.n_games}: one shard, the same batch as in-process"
     )
     torch.set_num_threads(1)
-    warm = PlayConfig(n_games=8, max_plies=10)
+    warm = PlayConfig(GAME, n_games=8, max_plies=10)
     play_games(model, None, warm)
     runs: list[dict[str, Any]] = []
     async with (
@@ -299,9 +309,9 @@ def bench_publish(args: argparse.Namespace) -> dict[str, Any]:
                     if ref.publication == last.publication:
                         bugs.append(f"publish returned publication {ref.publication} again for changed weights")
                     last = ref
-                    size = os.path.getsize(ref.path)
+                    size = os.path.getsize(ref.location)
                     started = time.perf_counter()
-                    state = torch.load(ref.path, map_location="cpu", weights_only=True)
+                    state = torch.load(ref.location, map_location="cpu", weights_only=True)
                     reader.load_state_dict(state)
                     load_ms.append((time.perf_counter() - started) * 1000)
             finally:
@@ -361,17 +371,15 @@ def bench_publish(args: argparse.Namespace) -> dict[str, Any]:
 # -- 4. baseline ------------------------------------------------------------------------------
 
 
-def uneven_cfg(iteration: int, games: int, version: int, args: argparse.Namespace) -> UnevenConfig:
+def uneven_cfg(iteration: int, games: int, version: int, args: argparse.Namespace) -> PlayConfig:
     first = iteration * games
-    return UnevenConfig(
-        n_games=games,
-        block_first=first,
-        block_games=games,
-        first_game=first,
-        model_version=version,
+    return uneven_config(
+        first,
+        games,
         long_fraction=args.long_fraction,
+        long_plies=LONG_PLIES,
         short_plies=args.short_plies,
-        max_plies=args.short_plies,  # what a play_fn without plies_limit (an older asp) applies to all
+        model_version=version,
     )
 
 
@@ -379,11 +387,11 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
     header(4, "baseline: asp against a spawn multiprocessing.Pool with broadcast weights, uneven games")
     workers, games, iterations = 2, args.games, args.iterations
     sample = uneven_cfg(0, games, 0, args)
-    n_long = int(games * sample.long_fraction)
+    n_long = int(games * args.long_fraction)
     print(
-        f"workload: {iterations} iterations of {games} games (baseline_pool.play_uneven): per iteration "
-        f"the first {n_long} ids max_plies={sample.long_plies}, the other {games - n_long} "
-        f"max_plies={sample.short_plies}; batch_size {sample.batch_size}; weights change before every "
+        f"workload: {iterations} iterations of {games} games (baseline_pool.uneven_config): per iteration "
+        f"the first {n_long} ids capped at {LONG_PLIES} plies, the other {games - n_long} at "
+        f"{args.short_plies}; batch_size {sample.batch_size}; weights change before every "
         f"iteration (same weights on both sides)"
     )
     print(
@@ -398,14 +406,11 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
         if shard_games
         else f"shards of {size} games, a full batch of them per task and more offered as games end"
     )
-    print(
-        f"asp: SelfPlay(workers={workers}, play_fn=play_uneven, shard_games={shard_games}): "
-        f"{plan}; model_version bumped each iteration"
-    )
-    warm = UnevenConfig(n_games=4 * workers, block_first=0, block_games=4 * workers, long_plies=8, short_plies=4)
+    print(f"asp: SelfPlay(workers={workers}, shard_games={shard_games}): {plan}; model_version bumped each iteration")
+    warm = uneven_config(0, 4 * workers, long_plies=8, short_plies=4)
     runs: list[dict[str, Any]] = []
-    with BaselinePool(workers, play_uneven) as pool:
-        async with SelfPlay(workers=workers, play_fn=play_uneven, shard_games=shard_games, summarise=summarise) as sp:
+    with BaselinePool(workers, play_games) as pool:
+        async with SelfPlay(workers=workers, shard_games=shard_games) as sp:
             pool.set_weights(base_model, 0)
             pool.play(warm)
             await sp.play(base_model, None, warm)
@@ -493,8 +498,8 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
         "iterations": iterations,
         "shard_games": args.shard_games,
         "long_games_per_iteration": n_long,
-        "long_plies": sample.long_plies,
-        "short_plies": sample.short_plies,
+        "long_plies": LONG_PLIES,
+        "short_plies": args.short_plies,
         "runs": runs,
         "median": median,
         "target": {"speed_min": TARGET_BASELINE},
@@ -548,7 +553,7 @@ def main() -> None:
         "0: an even workload)",
     )
     parser.add_argument(
-        "--short-plies", type=int, default=40, help="'baseline': max_plies of the short games (default 40)"
+        "--short-plies", type=int, default=40, help="'baseline': the cap of the short games' plies (default 40)"
     )
     args = parser.parse_args()
     if args.runs < 1:

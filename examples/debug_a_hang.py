@@ -67,7 +67,7 @@ What to do next:
 * If the top frame is a loop or a wait that should end, that is your bug. Reproduce it without
   the pool: call your play_fn in one process with the shard's config (``first_game``,
   ``n_games`` from ``shard_dispatched``) under a debugger. That replays the same games when
-  they are deterministic in ``(seed, game_id)``, as TinyChess's ``play_games`` games are.
+  they are deterministic in ``(seed, game_id)``, as :func:`asp.games.play_games` games are.
 * If it is honest work that takes longer than ``stall_timeout`` between heartbeats (a big
   network call, a long search), call ``asp.heartbeat()`` inside that work, or raise
   ``stall_timeout``.

@@ -1,5 +1,6 @@
-"""A UCI engine as play_games' opponent: config errors, faults (fake engines that crash or
-hang), and Stockfish itself, in this process and in spawn workers.
+"""A UCI engine as the opponent of play_games (an asp.games.Mover of TinyChessGame): config
+errors, faults (fake engines that crash or hang), what the engine is sent, and Stockfish
+itself, in this process and in spawn workers.
 
 The fake engines are small Python scripts written into tmp_path that speak just enough UCI
 and play the first legal move (in UCI order). Each takes ~0.2 s to start; a hang costs the
@@ -27,18 +28,19 @@ import psutil
 import pytest
 import torch
 from helpers import assert_pgn_extract_accepts, pgn_games, pid_alive, survivors
-from torch import nn
 
 from asp.app.evaluate import match_result_of
-from asp.app.pgn import write_pgn
 from asp.errors import ConfigError
+from asp.games import MODEL, OPPONENT, Mover, PlayConfig, Record, play_games
 from asp.sync import play_games_parallel
-from asp.tinychess import GameRecord, ModelConfig, PlayConfig, TinyChess, play_games
+from asp.tinychess import ModelConfig, TinyChess
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
-from asp.tinychess.openings import match_openings
-from asp.tinychess.play import BoardPlayer
+from asp.tinychess.game import TinyChessGame
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+GAME = TinyChessGame()
+MATCH_OPENINGS = tuple(fen for fen in GAME.openings() for _ in range(2))  # each with both colours
 
 FAKE_ENGINE = """\
 #!{python}
@@ -46,6 +48,7 @@ import sys, time
 import chess
 
 FAIL_AT, HOW = {fail_at}, {how!r}  # the go that fails (0: none), and how: exit or hang; mute: never starts
+LOG = {log!r}  # where to append the position commands it is sent ("": nowhere)
 board, goes = chess.Board(), 0
 for line in sys.stdin:
     words = line.split()
@@ -60,6 +63,9 @@ for line in sys.stdin:
     elif words[0] == "isready":
         print("readyok", flush=True)
     elif words[0] == "position":
+        if LOG:
+            with open(LOG, "a") as log:
+                log.write(line)
         rest = line.split(" moves ")
         board = chess.Board() if words[1] == "startpos" else chess.Board(rest[0].split(" fen ")[1])
         for uci in rest[1].split() if len(rest) > 1 else []:
@@ -76,10 +82,11 @@ for line in sys.stdin:
 """
 
 
-def fake_engine(tmp_path: Path, *, fail_at: int = 0, how: str = "exit") -> str:
-    """An executable fake UCI engine that fails (exits or hangs) at its ``fail_at``-th go."""
+def fake_engine(tmp_path: Path, *, fail_at: int = 0, how: str = "exit", log: str = "") -> str:
+    """An executable fake UCI engine that fails (exits or hangs) at its ``fail_at``-th go, and
+    appends the position commands it is sent to the file ``log``."""
     path = tmp_path / f"fake-{how}-{fail_at}"
-    path.write_text(FAKE_ENGINE.format(python=sys.executable, fail_at=fail_at, how=how))
+    path.write_text(FAKE_ENGINE.format(python=sys.executable, fail_at=fail_at, how=how, log=log))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
@@ -151,73 +158,89 @@ def test_no_stockfish_anywhere_says_where_it_looked(tmp_path: Path, monkeypatch:
 
 def test_the_opponent_is_rebuilt_from_its_cfg_with_the_path_it_found(tmp_path: Path) -> None:
     opponent = EngineOpponent(EngineConfig(path=fake_engine(tmp_path)))
-    assert isinstance(opponent, BoardPlayer)
+    assert isinstance(opponent, Mover)
     assert opponent.cfg.path is not None and os.path.isabs(opponent.cfg.path)
     assert type(opponent)(opponent.cfg).cfg == opponent.cfg  # what a worker does
     assert opponent.state_dict() == {} and opponent.engine_pid is None  # no weights; no engine until a move
     assert opponent.opponent_name.startswith("fake-exit-0 skill 0 nodes 100")
 
 
-# -- play_games with a board player -----------------------------------------------------------
+# -- what the engine is sent --------------------------------------------------------------------
 
 
-class FlakyPlayer(nn.Module):
-    """A board player with no process at all: the first legal move, or None in game 1."""
-
-    opponent_name = "flaky"
-
-    def play_board(self, board: chess.Board, *, game_id: int) -> chess.Move | None:
-        return None if game_id == 1 else min(board.legal_moves, key=lambda m: m.uci())
-
-
-def test_a_board_player_that_gives_no_move_ends_that_game_as_engine_failure() -> None:
-    records, stats = play_games(tiny_model(), FlakyPlayer(), PlayConfig(n_games=4, max_plies=10, samples=False))
-    assert [r.termination == "engine_failure" for r in records] == [False, True, False, False]
-    failed = records[1]
-    assert failed.result == "*" and failed.moves == []  # in odd ids the opponent is White: its first move failed
-    assert all(r.opponent_name == "flaky" for r in records)
-    result = match_result_of(records)
-    assert (result.games, result.engine_failures) == (3, 1)
-    assert "engine failures: 1 (not scored)" in result.describe()
+@pytest.mark.timeout(60)
+def test_the_engine_is_sent_the_moves_since_the_last_pawn_move(tmp_path: Path) -> None:
+    state = GAME.start()
+    knights = ["g1f3", "b8c6", "f3g1", "c6b8", "g1f3", "b8c6", "f3g1"]
+    for uci in ["e2e4", "e7e5", *knights]:
+        state = GAME.apply(state, GAME.parse_action(state, uci))
+    log = tmp_path / "positions"
+    engine = EngineOpponent(EngineConfig(path=fake_engine(tmp_path, log=str(log))))
+    try:
+        action = engine.choose(GAME, state, random.Random(0))
+    finally:
+        engine.close()
+    # The fake engine plays the first legal move in UCI order.
+    assert action == GAME.parse_action(state, min(m.uci() for m in state.board.legal_moves))
+    (sent,) = log.read_text().splitlines()
+    fen, moves = sent.removeprefix("position fen ").split(" moves ")
+    assert moves.split() == knights
+    board = chess.Board(fen)
+    for uci in knights:
+        board.push_uci(uci)
+    assert board.fen() == state.board.fen()
+    board.push_uci("c6b8")
+    assert board.is_repetition(3)  # the position after 2... e5 a third time: the engine can know it
+    # a search's root keeps the moves that led to it
+    assert [m.uci() for m in GAME.search_root(state).history().move_stack] == knights
 
 
 # -- faults -----------------------------------------------------------------------------------
 
 
-def play_against_fake(path: str, cfg: PlayConfig) -> tuple[EngineOpponent, list[GameRecord], float]:
+def play_against_fake(path: str, cfg: PlayConfig) -> tuple[EngineOpponent, list[Record], dict[str, Any], float]:
     """Play ``cfg`` against the fake engine at ``path`` (1 s move timeout), in this process;
-    return the opponent (closed), the records and the seconds it took."""
+    return the opponent (closed), the records, the stats and the seconds it took."""
     opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0))
     started = time.perf_counter()
     try:
-        records, _ = play_games(tiny_model(), opponent, cfg)
+        records, stats = play_games(tiny_model(), opponent, cfg)
     finally:
         opponent.close()
-    return opponent, records, time.perf_counter() - started
+    return opponent, records, stats, time.perf_counter() - started
 
 
 @pytest.mark.timeout(60)
-def test_an_engine_that_crashes_fails_its_game_is_logged_and_restarted(
+def test_an_engine_that_crashes_fails_its_game_unscored_is_logged_and_restarted(
     tmp_path: Path, logs: list[dict[str, Any]], pgn_extract: str
 ) -> None:
     path = fake_engine(tmp_path, fail_at=3, how="exit")
     # One game at a time, two engine moves a game: each engine plays games 2k (two moves) and
     # crashes at its third, the first of game 2k + 1.
-    cfg = PlayConfig(n_games=4, max_plies=4, batch_size=1, openings=match_openings(), samples=False)
-    opponent, records, seconds = play_against_fake(path, cfg)
+    cfg = PlayConfig(GAME, n_games=4, max_plies=4, batch_size=1, openings=MATCH_OPENINGS, samples=False)
+    opponent, records, stats, seconds = play_against_fake(path, cfg)
     assert seconds < 30
     assert [r.termination for r in records] == ["max_plies", "engine_failure"] * 2
-    failed = [r for r in records if r.termination == "engine_failure"]
-    assert all(r.result == "*" and r.moves == [] for r in failed)
+    failed = [r for r in records if r.failed]
+    assert [r.game_id for r in failed] == [1, 3]
+    assert all(r.moves == [] and r.model_score() is None for r in failed)
+    assert stats["results"]["*"] == 2 and stats["games"] == 4
     events = failures(logs)
-    assert [e["game_id"] for e in events] == [r.game_id for r in failed] == [1, 3]
-    assert opponent.failures == 2
+    assert len(events) == opponent.failures == 2
     assert all(e["log_level"] == "warning" and "EngineTerminatedError" in e["error"] for e in events)
+    moved = [e for e in logs if e["event"] == "mover_failed"]
+    assert [(e["game_id"], e["termination"]) for e in moved] == [(1, "engine_failure"), (3, "engine_failure")]
+    assert all(e["mover"] == opponent.opponent_name and "EngineTerminatedError" in e["error"] for e in moved)
     result = match_result_of(records)
-    assert result.engine_failures == len(failed) and result.games == len(records) - len(failed)
+    assert (result.engine_failures, result.games) == (2, 2)
     assert engines_running(path) == []
     # A game cut short by the engine is still a valid PGN game, result "*".
-    pgn = write_pgn(records, tmp_path / "failures.pgn", event="asp evaluation")
+    pgn = tmp_path / "failures.pgn"
+    pgn.write_text(GAME.records_text(records))
+    headers = [g.headers for g in pgn_games(pgn)]
+    assert [(h["Result"], h["Termination"], h["AspTermination"]) for h in headers][1::2] == [
+        ("*", "emergency", "engine_failure")
+    ] * 2
     assert_pgn_extract_accepts(pgn, games=len(records), pgn_extract=pgn_extract)
 
 
@@ -227,9 +250,10 @@ def test_an_engine_that_hangs_fails_its_game_after_the_move_timeout_and_never_ha
     tmp_path: Path, logs: list[dict[str, Any]]
 ) -> None:
     path = fake_engine(tmp_path, fail_at=3, how="hang")
-    opponent, records, seconds = play_against_fake(path, PlayConfig(n_games=2, max_plies=8, samples=False))
+    cfg = PlayConfig(GAME, n_games=2, max_plies=8, samples=False)
+    opponent, records, _, seconds = play_against_fake(path, cfg)
     failed = [r for r in records if r.termination == "engine_failure"]
-    assert failed and all(r.result == "*" for r in failed)
+    assert failed and all(r.failed and r.model_score() is None for r in failed)
     events = failures(logs)
     assert len(events) == opponent.failures >= len(failed)
     assert all(e["error"] == "no answer within 1 s" for e in events)
@@ -244,7 +268,7 @@ def test_an_engine_that_always_fails_makes_the_opponent_give_up_with_a_clear_err
     path = fake_engine(tmp_path, fail_at=1, how="exit")
     opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0, max_failures=2))
     with pytest.raises(EngineFailed, match="failed 2 times in a row; the last: EngineTerminatedError"):
-        play_games(tiny_model(), opponent, PlayConfig(n_games=4, max_plies=10, samples=False))
+        play_games(tiny_model(), opponent, PlayConfig(GAME, n_games=4, max_plies=10, samples=False))
     assert len(failures(logs)) == 2
     assert engines_running(path) == []
 
@@ -257,8 +281,8 @@ def test_an_engine_that_never_starts_is_killed_and_counts_as_a_failure(
     path = fake_engine(tmp_path, how="mute")
     opponent = EngineOpponent(EngineConfig(path=path, move_timeout=1.0, max_failures=1))
     with pytest.raises(EngineFailed, match="failed 1 times in a row; the last: no answer within 1 s of starting"):
-        opponent.play_board(chess.Board(), game_id=5)
-    assert [(e["game_id"], e["error"]) for e in failures(logs)] == [(5, "no answer within 1 s of starting")]
+        play_games(tiny_model(), opponent, PlayConfig(GAME, n_games=2, max_plies=4, samples=False))
+    assert [e["error"] for e in failures(logs)] == ["no answer within 1 s of starting"]
     assert engines_running(path) == [] and opponent.engine_pid is None
 
 
@@ -267,9 +291,9 @@ def test_an_engine_that_never_starts_is_killed_and_counts_as_a_failure(
 
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("stockfish")
-def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
+def test_stockfish_plays_games_from_the_openings_in_this_process_and_is_closed() -> None:
     opponent = EngineOpponent(EngineConfig(nodes=50))
-    cfg = PlayConfig(n_games=4, max_plies=20, openings=match_openings(), samples=False, model_version=7)
+    cfg = PlayConfig(GAME, n_games=4, max_plies=20, openings=MATCH_OPENINGS, samples=False, model_version=7)
     try:
         records, stats = play_games(tiny_model(), opponent, cfg)
         pid = opponent.engine_pid
@@ -278,9 +302,12 @@ def test_stockfish_plays_games_in_this_process_and_is_closed() -> None:
         assert engine.name().startswith("stockfish")
     finally:
         opponent.close()
-    assert stats["games"] == 4 and "engine_failure" not in stats["terminations"]
-    assert all(r.opponent_name == "stockfish skill 0 nodes 50" for r in records)
-    assert {(r.white, r.black) for r in records} == {("model", "opponent"), ("opponent", "model")}
+    assert stats["games"] == 4 and set(stats["terminations"]) <= {"rules", "max_plies"}
+    assert all(r.opponent_name == "stockfish skill 0 nodes 50" and r.model_version == 7 for r in records)
+    openings = GAME.openings()
+    assert [(r.first, r.start) for r in records] == [
+        (MODEL, openings[0]), (OPPONENT, openings[0]), (MODEL, openings[1]), (OPPONENT, openings[1])
+    ]  # fmt: skip
     assert not pid_alive(engine.pid)
     assert match_result_of(records).games == 4
 
@@ -305,14 +332,14 @@ def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_t
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     opponent = EngineOpponent(EngineConfig(nodes=50))
-    cfg = PlayConfig(n_games=8, max_plies=20, openings=match_openings(), samples=False, batch_size=2)
+    cfg = PlayConfig(GAME, n_games=8, max_plies=20, openings=MATCH_OPENINGS, samples=False, batch_size=2)
     try:
         records, stats = play_games_parallel(tiny_model(), opponent, cfg, workers=2, shard_games=2)
     finally:
         done.set()
         watcher.join()
     assert [r.game_id for r in records] == list(range(8))
-    assert all(r.opponent_name == "stockfish skill 0 nodes 50" and r.termination != "engine_failure" for r in records)
+    assert all(r.opponent_name == "stockfish skill 0 nodes 50" and not r.failed for r in records)
     assert opponent.engine_pid is None  # the workers played: this process started no engine
     parents = [parent for _, parent in engines.values()]
     # Engines ran under the workers, one per worker for all its shards (4 shards, 2 workers).
@@ -325,13 +352,15 @@ def test_stockfish_plays_in_spawn_workers_each_with_its_own_engine_closed_with_t
 @pytest.mark.timeout(60)
 @pytest.mark.usefixtures("stockfish")
 @pytest.mark.slow
-def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
+def test_a_killed_process_leaves_no_stockfish_behind() -> None:
     """Stockfish quits at end of file on its input, which the kernel closes with a killed owner."""
     script = textwrap.dedent("""
-        import chess, sys, time
+        import random, time
         from asp.tinychess.engine import EngineConfig, EngineOpponent
+        from asp.tinychess.game import TinyChessGame
+        game = TinyChessGame()
         opponent = EngineOpponent(EngineConfig(nodes=50))
-        opponent.play_board(chess.Board(), game_id=0)
+        opponent.choose(game, game.start(), random.Random(0))
         print(opponent.engine_pid, flush=True)
         time.sleep(60)
     """)
@@ -347,89 +376,3 @@ def test_a_killed_process_leaves_no_stockfish_behind(tmp_path: Path) -> None:
         if owner.stdout is not None:
             owner.stdout.close()
     assert survivors([engine], seconds=10) == []
-
-
-# -- the engine as a mover of TinyChessGame (the game seam) ---------------------------------------
-
-
-def test_through_the_game_seam_the_engine_is_sent_the_moves_since_the_last_pawn_move(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from asp.tinychess.game import TinyChessGame
-
-    game = TinyChessGame()
-    state = game.start()
-    knights = ["g1f3", "b8c6", "f3g1", "c6b8", "g1f3", "b8c6", "f3g1"]
-    for uci in ["e2e4", "e7e5", *knights]:
-        state = game.apply(state, game.parse_action(state, uci))
-    sent: list[chess.Board] = []
-
-    def play_board(board: chess.Board, *, game_id: int | None) -> chess.Move:
-        sent.append(board.copy())
-        return chess.Move.from_uci("c6b8")
-
-    engine = EngineOpponent(EngineConfig(path=fake_engine(tmp_path)))
-    monkeypatch.setattr(engine, "play_board", play_board)
-    assert engine.choose(game, state, random.Random(0)) == game.parse_action(state, "c6b8")
-    (board,) = sent
-    assert [m.uci() for m in board.move_stack] == knights and board.fen() == state.board.fen()
-    board.push_uci("c6b8")
-    assert board.is_repetition(3)  # the position after 2... e5 a third time: the engine can know it
-    # a search's root keeps the move that led to it
-    assert [m.uci() for m in game.search_root(state).history().move_stack] == knights
-
-
-@pytest.mark.timeout(60)
-def test_through_the_game_seam_a_crashed_engine_ends_its_game_unscored_and_the_match_goes_on(
-    tmp_path: Path, logs: list[dict[str, Any]], pgn_extract: str
-) -> None:
-    from asp import games
-    from asp.app.game_run import write_records
-    from asp.tinychess.game import TinyChessGame
-
-    game = TinyChessGame()
-    opponent = EngineOpponent(EngineConfig(path=fake_engine(tmp_path, fail_at=3, how="exit"), move_timeout=1.0))
-    cfg = games.PlayConfig(game, n_games=4, max_plies=4, batch_size=1, openings=game.openings(), samples=False)
-    try:
-        records, stats = games.play_games(game.network(), opponent, cfg)
-    finally:
-        opponent.close()
-    # As in TinyChess's own loop: each engine plays one game (two moves) and crashes at the
-    # first move of the next.
-    assert [r.termination for r in records] == ["max_plies", "engine_failure"] * 2
-    assert [r.model_score() is None for r in records] == [False, True] * 2
-    assert stats["results"]["*"] == 2 and stats["games"] == 4
-    moved = [e for e in logs if e["event"] == "mover_failed"]
-    assert [e["game_id"] for e in moved] == [1, 3]
-    assert all(e["mover"] == opponent.opponent_name and "EngineTerminatedError" in e["error"] for e in moved)
-    result = match_result_of(records)
-    assert (result.engine_failures, result.games) == (2, 2)
-    assert engines_running(opponent.cfg.path or "") == []
-    write_records([r.plain() for r in records], tmp_path / "games.jsonl", game="asp.tinychess.game:TinyChessGame")
-    assert [g.headers["Result"] for g in pgn_games(tmp_path / "games.pgn")][1::2] == ["*", "*"]
-    assert_pgn_extract_accepts(tmp_path / "games.pgn", games=4, pgn_extract=pgn_extract)
-
-
-@pytest.mark.timeout(60)
-@pytest.mark.usefixtures("stockfish")
-def test_stockfish_plays_tinychess_through_the_game_seam_from_the_openings() -> None:
-    from asp import games
-    from asp.app.game_config import match_starts
-    from asp.tinychess.game import TinyChessGame
-
-    game = TinyChessGame()
-    opponent = EngineOpponent(EngineConfig(nodes=50))
-    assert isinstance(opponent, games.Mover)
-    starts = match_starts(game, between_networks=False)  # each opening with both colours
-    cfg = games.PlayConfig(game, n_games=4, max_plies=20, samples=False, **starts)
-    try:
-        records, stats = games.play_games(game.network(), opponent, cfg)
-    finally:
-        opponent.close()
-    assert stats["games"] == 4 and set(stats["terminations"]) <= {"rules", "max_plies"}
-    assert all(r.opponent_name == "stockfish skill 0 nodes 50" for r in records)
-    assert [(r.first, r.start) for r in records][:2] == [
-        ("model", game.openings()[0]),
-        ("opponent", game.openings()[0]),
-    ]
-    assert match_result_of(records).games == 4

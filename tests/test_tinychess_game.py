@@ -1,11 +1,9 @@
-"""TinyChess as a game of the game protocol (asp.tinychess.game): its rules, encoding and
-movers, and games through the generic play loop that are move for move those of TinyChess's
-own loop."""
+"""TinyChess as a game of the game protocol (asp.tinychess.game): its rules, encoding,
+notation and movers, its samples for the trainer, and its games in a game run."""
 
 from __future__ import annotations
 
 import dataclasses
-import random
 from pathlib import Path
 
 import chess
@@ -16,10 +14,10 @@ from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.games import MODEL, OPPONENT, PlayConfig, Record, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
-from asp.tinychess import play as chess_play
 from asp.tinychess.features import encode_boards
-from asp.tinychess.game import ChessState, GreedyChessMover, TinyChessGame, material_lead
+from asp.tinychess.game import ChessState, TinyChessGame, material_lead
 from asp.tinychess.moves import move_index
+from asp.tinychess.opponents import GreedyChessMover
 
 GAME = TinyChessGame()
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
@@ -36,16 +34,6 @@ def play_line(state: ChessState, moves: str) -> ChessState:
     return state
 
 
-@pytest.mark.parametrize("search", [None, SearchConfig(4, 8, gumbel_scale=1.0)], ids=["policy", "search"])
-def test_games_through_the_protocol_are_those_of_tinychess_own_loop(search: SearchConfig | None) -> None:
-    net = fresh_net()
-    ours, _ = play_games(net, None, PlayConfig(GAME, n_games=6, max_plies=40, seed=5, search=search))
-    theirs, _ = chess_play.play_games(net, None, chess_play.PlayConfig(n_games=6, max_plies=40, seed=5, search=search))
-    assert [r.moves for r in ours] == [r.moves for r in theirs]
-    results = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
-    assert [r.result for r in ours] == [results[r.result] for r in theirs]
-
-
 def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
     assert GAME.status(mated).value == -1.0 and GAME.to_move(mated) == 0
@@ -55,8 +43,8 @@ def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
 
 
 def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
-    # A search scores many more positions than it expands: listing every legal move of each
-    # (rather than finding one) made the generic loop play TinyChess at 0.59 its own loop's speed.
+    # A search scores many more positions than it expands: of the others, one legal move is
+    # enough to know that the game goes on, and listing them all would slow the search for nothing.
     state = play_line(GAME.start(), "e2e4 e7e5")
     assert GAME.status(state).value is None and "legal" not in vars(state)
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
@@ -115,13 +103,10 @@ def test_notation_errors_say_what_is_wrong() -> None:
     assert GAME.state_text(state) == MATE_IN_ONE and GAME.action_text(state, GAME.parse_action(state, "a1a8")) == "a1a8"
 
 
-def test_the_greedy_mover_mates_then_takes_the_most_material() -> None:
-    mover = GreedyChessMover()
-    state = GAME.parse_state(MATE_IN_ONE)
-    assert GAME.action_text(state, mover.choose(GAME, state, random.Random(0))) == "a1a8"
-    queen_or_pawn = GAME.parse_state("4k3/8/8/3q4/4P3/8/8/4K3 w - - 0 1")
-    assert GAME.action_text(queen_or_pawn, mover.choose(GAME, queen_or_pawn, random.Random(0))) == "e4d5"
-    assert set(GAME.movers()) == {"random", "greedy"}
+def test_the_game_s_movers_are_the_random_and_the_greedy_mover() -> None:
+    movers = GAME.movers()
+    assert set(movers) == {"random", "greedy"} and isinstance(movers["greedy"], GreedyChessMover)
+    assert all(mover.opponent_name == name for name, mover in movers.items())
 
 
 @pytest.mark.parametrize("take_wins", [False, True])
