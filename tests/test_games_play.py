@@ -171,6 +171,8 @@ def test_games_start_from_the_openings_given() -> None:
         ("search", 8, "PlayConfig.search must be a SearchConfig or None, got 8"),
         ("openings", ("48",), "PlayConfig.openings[0]: move 2: '8' is not a column 1-7"),
         ("openings", ("4455667",), "PlayConfig.openings[0]: '4455667' is a finished game"),
+        ("openings", "445566", "PlayConfig.openings must be a tuple of positions in the game's notation, got '445566'"),
+        ("openings", ("44", 42), "PlayConfig.openings[1] must be a position in the game's notation (a str), got 42"),
         ("game", "connect4", "PlayConfig.game must be a Game (asp.games.Game), got 'connect4'"),
     ],
 )

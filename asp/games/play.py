@@ -120,9 +120,17 @@ class PlayConfig:
         for name in ("search", "opponent_search"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
                 raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
+        if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
+            raise ConfigError(
+                f"PlayConfig.openings must be a tuple of positions in the game's notation, got {self.openings!r}"
+            )
         openings = tuple(self.openings)
         object.__setattr__(self, "openings", openings)
         for i, text in enumerate(openings):
+            if not isinstance(text, str):
+                raise ConfigError(
+                    f"PlayConfig.openings[{i}] must be a position in the game's notation (a str), got {text!r}"
+                )
             try:
                 state = self.game.parse_state(text)
             except (ValueError, TypeError) as e:
