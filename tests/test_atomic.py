@@ -16,17 +16,18 @@ import pytest
 import torch
 
 from asp.app.curves import plot_curves
-from asp.app.pgn import write_pgn
 from asp.atomic import is_special_file, save_atomic, write_bytes_atomic, write_text_atomic
-from asp.tinychess import PlayConfig, TinyChess, play_games
+from asp.games import PlayConfig, play_games
+from asp.tinychess import TinyChessGame
 
 Writer = Callable[[Path], None]
 
 
 def _pgn(path: Path) -> None:
     torch.manual_seed(0)
-    records, _ = play_games(TinyChess(), None, PlayConfig(n_games=1, max_plies=4))
-    write_pgn(records, path)
+    game = TinyChessGame()
+    records, _ = play_games(game.network(), None, PlayConfig(game, n_games=1, max_plies=4))
+    write_text_atomic(path, game.records_text(records))
 
 
 def _curves(path: Path) -> None:
@@ -37,7 +38,7 @@ WRITERS: dict[str, Writer] = {
     "write_text_atomic": lambda p: write_text_atomic(p, "text\n"),
     "write_bytes_atomic": lambda p: write_bytes_atomic(p, b"bytes"),
     "save_atomic": lambda p: save_atomic({"x": torch.ones(3)}, p),
-    "write_pgn": _pgn,
+    "records_text": _pgn,
     "plot_curves": _curves,
 }
 

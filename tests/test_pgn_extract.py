@@ -1,7 +1,7 @@
 """Every kind of PGN file asp exports passes pgn-extract, a PGN tool independent of python-chess.
 
 The files are made for real: self-play games and games against the random mover through
-``write_pgn``, the file ``asp play`` writes, and the ``games/iter-0000.pgn`` of a one-iteration
+``TinyChessGame.records_text``, the file ``asp play`` writes, and the ``games/iter-0000.pgn`` of a one-iteration
 ``asp train``. pgn-extract (Debian's ``pgn-extract``, in /usr/games) replays every move; the
 check fails on any diagnostic it writes, on a game it drops, and on a game that it reads
 differently (tags or moves) from python-chess.
@@ -20,9 +20,8 @@ import torch
 from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.app.cli import main
-from asp.app.pgn import write_pgn
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess, play_games
-from asp.tinychess.opponents import RandomMover
+from asp.games import PlayConfig, RandomMover, Record, play_games
+from asp.tinychess import ModelConfig, TinyChess, TinyChessGame
 
 OPENINGS = (
     chess.STARTING_FEN,
@@ -31,8 +30,16 @@ OPENINGS = (
     "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",  # castling both ways
 )
 
+GAME = TinyChessGame()
+
 # Tiny networks run fastest on one thread, and do not stall when the machine is busy.
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def write_pgn(records: list[Record], path: Path) -> Path:
+    """The games as the PGN file asp writes: TinyChessGame.records_text."""
+    path.write_text(GAME.records_text(records), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +49,15 @@ def model() -> TinyChess:
 
 
 def test_self_play_games_pass(model: TinyChess, tmp_path: Path, pgn_extract: str) -> None:
-    records, _ = play_games(model, None, PlayConfig(n_games=6, max_plies=40, openings=OPENINGS, seed=1))
+    records, _ = play_games(model, None, PlayConfig(GAME, n_games=6, max_plies=40, openings=OPENINGS, seed=1))
     path = write_pgn(records, tmp_path / "selfplay.pgn")
     assert_pgn_extract_accepts(path, games=6, pgn_extract=pgn_extract)
 
 
 def test_games_against_the_random_mover_pass(model: TinyChess, tmp_path: Path, pgn_extract: str) -> None:
-    cfg = PlayConfig(n_games=8, max_plies=40, openings=OPENINGS, seed=2, model_version=3, opponent_temperature=1.0)
+    cfg = PlayConfig(GAME, n_games=8, max_plies=40, openings=OPENINGS, seed=2, model_version=3)
     records, _ = play_games(model, RandomMover(), cfg)
-    path = write_pgn(records, tmp_path / "eval.pgn", event="asp evaluation", opponent="random")
+    path = write_pgn(records, tmp_path / "eval.pgn")
     assert_pgn_extract_accepts(path, games=8, pgn_extract=pgn_extract)
     assert {g.headers["Opponent"] for g in pgn_games(path)} == {"random"}
 
@@ -61,9 +68,11 @@ def test_games_that_end_by_the_rules_pass(tmp_path: Path, pgn_extract: str) -> N
     mover = RandomMover()
     # A random mover from positions one move from mate or stalemate, so that both happen.
     mates = ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "7k/5Q2/6K1/8/8/8/8/8 w - - 0 1")
-    records, stats = play_games(mover, None, PlayConfig(n_games=16, max_plies=6, openings=mates, seed=3))
-    assert {"checkmate", "stalemate"} <= set(stats["terminations"]), stats["terminations"]
-    assert_pgn_extract_accepts(write_pgn(records, tmp_path / "endings.pgn"), games=16, pgn_extract=pgn_extract)
+    records, _ = play_games(mover, None, PlayConfig(GAME, n_games=16, max_plies=6, openings=mates, seed=3))
+    path = write_pgn(records, tmp_path / "endings.pgn")
+    endings = {g.headers["AspTermination"] for g in pgn_games(path)}
+    assert {"checkmate", "stalemate"} <= endings, endings
+    assert_pgn_extract_accepts(path, games=16, pgn_extract=pgn_extract)
 
 
 def test_the_file_asp_play_writes_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str], pgn_extract: str) -> None:
@@ -100,7 +109,7 @@ def test_the_check_fails_on_a_broken_file(
     tmp_path: Path, movetext: str, result: str, diagnostic: str, pgn_extract: str
 ) -> None:
     good = write_pgn(
-        play_games(RandomMover(), None, PlayConfig(n_games=1, max_plies=10))[0], tmp_path / "good.pgn"
+        play_games(RandomMover(), None, PlayConfig(GAME, n_games=1, max_plies=10))[0], tmp_path / "good.pgn"
     ).read_text(encoding="utf-8")
     broken = tmp_path / "broken.pgn"
     tags = "".join(f'[{tag} "{value}"]\n' for tag, value in [("Event", "x"), ("Site", "asp"), ("Date", "2025.01.01"),

@@ -26,10 +26,12 @@ from pipeline_helpers import IdConfig, id_play
 from torch import nn
 
 from asp import AspError, ConfigError, IterationReport, Pipeline, SelfPlay
+from asp.games import PlayConfig
 from asp.testing import FaultConfig, fault_play
-from asp.tinychess import ModelConfig, PlayConfig, TinyChess
+from asp.tinychess import ModelConfig, TinyChess, TinyChessGame
 
 TINY = ModelConfig(hidden=16, blocks=0)
+CHESS = TinyChessGame()
 N = 4  # games per iteration
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -39,7 +41,7 @@ def tiny() -> TinyChess:
 
 
 def chess_cfg(iteration: int, version: int) -> PlayConfig:
-    return PlayConfig(n_games=N, max_plies=4, first_game=N * iteration, seed=iteration, model_version=version)
+    return PlayConfig(CHESS, n_games=N, max_plies=4, first_game=N * iteration, seed=iteration, model_version=version)
 
 
 def echo_cfg(iteration: int, version: int) -> FaultConfig:
