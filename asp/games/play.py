@@ -331,7 +331,7 @@ class _Step(Generic[State]):
         else:
             encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
             logits, _ = side.net(encoded)
-            table = logits.float().cpu().numpy()  # indexing a tensor game by game costs ~100 us a ply
+            table = logits.float().cpu().numpy()  # one array a call: indexing the tensor game by game is slow
             for i, g in enumerate(games):
                 wins = game.status(g.state).winning if self.cfg.take_wins else ()
                 choices = wins or game.actions(g.state)
