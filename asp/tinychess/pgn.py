@@ -13,7 +13,7 @@ import chess.pgn
 
 from asp.errors import ConfigError
 from asp.games.records import MODEL, OPPONENT, RESULTS, Record
-from asp.tinychess.moves import legal_move_indices
+from asp.tinychess.moves import index_move
 
 __all__ = ["PGN_TERMINATION", "to_pgn"]
 
@@ -57,28 +57,23 @@ def _opponent(record: Record, opponent: str | None) -> tuple[str, str]:
     return "opponent", f"asp opponent v{record.opponent_version}"
 
 
-def _moves(record: Record) -> list[chess.Move]:
-    """The game's moves: its UCI moves as play wrote them, else its actions (policy indices)."""
-    if record.moves or not record.actions:
-        return [chess.Move.from_uci(uci) for uci in record.moves]
+def _replay(record: Record) -> tuple[list[chess.Move], chess.Board]:
+    """The game's moves (its UCI moves as play wrote them, else its actions: policy indices)
+    and the board they end on."""
     board, moves = chess.Board(record.start), []
-    for action in record.actions:
-        legal, indices = legal_move_indices(board)
-        moves.append(legal[indices.index(action)])
-        board.push(moves[-1])
-    return moves
+    from_actions = not record.moves and bool(record.actions)
+    for step in record.actions if from_actions else record.moves:
+        move = index_move(int(step), board) if from_actions else chess.Move.from_uci(str(step))
+        board.push(move)
+        moves.append(move)
+    return moves, board
 
 
-def _termination(record: Record, moves: list[chess.Move]) -> str:
+def _termination(record: Record, end: chess.Board) -> str:
     """How the game ended: python-chess's word for an end by the rules (``checkmate``,
     ``stalemate``, ``insufficient_material``, ``seventyfive_moves``, ``fivefold_repetition``),
     else the record's own (``max_plies``, ``engine_failure``)."""
-    if record.termination != "rules":
-        return record.termination
-    board = chess.Board(record.start)
-    for move in moves:
-        board.push(move)
-    outcome = board.outcome()
+    outcome = end.outcome() if record.termination == "rules" else None
     return outcome.termination.name.lower() if outcome is not None else record.termination
 
 
@@ -108,8 +103,8 @@ def to_pgn(record: Record, *, event: str | None = None, opponent: str | None = N
     :raises ConfigError: ``event`` or the opponent's description is empty, longer than 200
         characters, or holds a quote, a backslash or a control character.
     """
-    moves = _moves(record)
-    termination = _termination(record, moves)
+    moves, end = _replay(record)
+    termination = _termination(record, end)
     field_name, description = _opponent(record, opponent)
     description = _tag_value(field_name, description)
     names = {MODEL: f"asp model v{record.model_version}", OPPONENT: description}
