@@ -148,6 +148,33 @@ def test_the_win_block_mover_wins_and_blocks_at_once() -> None:
     assert mover.choose(GAME, GAME.parse_state("1212"), rng) == 0  # blocks the column
 
 
+class _CountsStatus(ConnectFour):
+    """Connect Four that says whether a game is over by ``outcome``, and counts ``status`` calls."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def status(self, state: Any) -> Any:
+        self.asked += 1
+        return super().status(state)
+
+    def outcome(self, state: Any) -> float | None:
+        return rules.value(state)
+
+
+def test_play_asks_for_the_winning_actions_only_where_it_uses_them() -> None:
+    # A game whose winning actions cost time to find (chess: its mates in one) says whether
+    # a game is over by outcome(); play without search or take_wins never asks status().
+    game = _CountsStatus()
+    plain, _ = play_games(fresh_net(), None, PlayConfig(game, n_games=6))
+    assert game.asked == 0 and {r.termination for r in plain} == {"rules"}
+    assert [r.actions for r in plain] == [
+        r.actions for r in play_games(fresh_net(), None, PlayConfig(GAME, n_games=6))[0]
+    ]
+    play_games(fresh_net(), None, PlayConfig(game, n_games=6, take_wins=True))
+    assert game.asked > 0
+
+
 def test_a_game_cut_at_max_plies_is_a_draw() -> None:
     records, stats = play_games(fresh_net(), None, PlayConfig(GAME, n_games=3, max_plies=5))
     assert [len(r.actions) for r in records] == [5, 5, 5]

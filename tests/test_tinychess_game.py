@@ -4,6 +4,7 @@ notation and movers, its samples for the trainer, and its games in a game run.""
 from __future__ import annotations
 
 import dataclasses
+import random
 from pathlib import Path
 
 import chess
@@ -45,14 +46,42 @@ def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
 def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
     # A search scores many more positions than it expands: of the others, one legal move is
     # enough to know that the game goes on, and listing them all would slow the search for nothing.
-    state = play_line(GAME.start(), "e2e4 e7e5")
-    assert GAME.status(state).value is None and "legal" not in vars(state)
+    root = GAME.search_root(play_line(GAME.start(), "e2e4"))
+    inside = GAME.apply(root, GAME.parse_action(root, "e7e5"))
+    assert GAME.status(inside).value is None and "legal" not in vars(inside)
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
     assert GAME.status(mated).value == -1.0
-    assert GAME.actions(state) and GAME.status(state).value is None  # listed first: the list is used
+    # A game's own positions are all played from: their legal moves are listed at once.
+    state = play_line(GAME.start(), "e2e4 e7e5")
+    assert GAME.status(state).value is None and "legal" in vars(state)
     # Worked out once a position: the play loop asks at each ply, and again of the search's root.
     assert GAME.status(state) is GAME.status(state) is GAME.status(GAME.search_root(state))
     assert GAME.search_root(state).legal is state.legal
+
+
+def test_outcome_is_the_status_value_without_looking_for_mates_in_one() -> None:
+    # The play loop asks at every ply whether the game is over; mates in one (Status.winning)
+    # are worth finding only where a search or take_wins uses them.
+    mate_in_one = play_line(GAME.start(), "e2e4 e7e5 f1c4 b8c6 d1h5 g8f6")
+    assert GAME.outcome(mate_in_one) is None and "status" not in vars(mate_in_one)
+    assert [GAME.action_text(mate_in_one, a) for a in GAME.status(mate_in_one).winning] == ["h5f7"]
+    mated = play_line(mate_in_one, "h5f7")
+    assert GAME.outcome(mated) == -1.0 == GAME.status(mated).value
+    stalemate = GAME.parse_state("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
+    assert GAME.outcome(stalemate) == 0.0 == GAME.status(stalemate).value
+    root = GAME.search_root(mate_in_one)
+    assert GAME.outcome(root) is None and GAME.status(root).winning == GAME.status(mate_in_one).winning
+
+
+def test_a_position_after_a_capture_or_pawn_move_keeps_no_past() -> None:
+    # No position before a capture or a pawn move can be repeated after it, so a game keeps
+    # alive only its positions since the last one (and the garbage collector walks fewer).
+    state = play_line(GAME.start(), "g1f3 g8f6")
+    assert state.parent is not None and state.parent.parent is not None
+    after_pawn = play_line(state, "e2e4")
+    assert after_pawn.parent is None and after_pawn.move is not None and GAME.state_text(after_pawn).endswith("0 2")
+    again = play_line(after_pawn, "b8c6")
+    assert again.parent is after_pawn and again.history().move_stack == [chess.Move.from_uci("b8c6")]
 
 
 def test_fivefold_repetition_ends_a_game_and_a_repetition_inside_a_search_is_a_draw() -> None:
@@ -79,8 +108,22 @@ def test_a_cut_game_is_adjudicated_by_material_for_the_side_to_move() -> None:
     assert (records[0].result, records[0].termination) == (1.0, "max_plies")
 
 
+def test_material_lead_counts_every_piece_of_both_sides() -> None:
+    values = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9, chess.KING: 0}
+    rng = random.Random(0)
+    for _ in range(20):
+        board = chess.Board()
+        for _ in range(rng.randrange(120)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        lead = sum(values[p.piece_type] * (1 if p.color == board.turn else -1) for p in board.piece_map().values())
+        assert material_lead(board) == lead
+
+
 def test_the_packed_encoding_is_the_features_of_tinychess_with_its_repetitions() -> None:
-    state = play_line(GAME.start(), "g1f3 g8f6 f3g1 f6g8 e2e4")
+    state = play_line(GAME.start(), "g1f3 g8f6 f3g1 f6g8 b1c3")
     assert state.parent is not None
     root = GAME.search_root(state)
     states = [state.parent, state, GAME.search_root(state.parent), GAME.apply(root, GAME.actions(root)[0])]

@@ -24,6 +24,8 @@ the network between batch sizes).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import random
 import time
@@ -39,7 +41,18 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.network_search import NetworkSearch
-from asp.games.protocol import Game, MoveFailed, Mover, State, adjudicated, heuristic, packed, search_root, unpacked
+from asp.games.protocol import (
+    Game,
+    MoveFailed,
+    Mover,
+    State,
+    adjudicated,
+    heuristic,
+    outcome,
+    packed,
+    search_root,
+    unpacked,
+)
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, Searches
@@ -135,7 +148,7 @@ class PlayConfig:
                 state = self.game.parse_state(text)
             except (ValueError, TypeError) as e:
                 raise ConfigError(f"PlayConfig.openings[{i}]: {e}") from None
-            if self.game.status(state).value is not None:
+            if outcome(self.game, state) is not None:
                 raise ConfigError(f"PlayConfig.openings[{i}]: {text!r} is a finished game")
 
     def play(self, model: nn.Module, opp: nn.Module | None) -> tuple[list[Record], dict[str, Any]]:
@@ -160,7 +173,7 @@ class _Game(Generic[State]):
         self.state: State = game.parse_state(self.start) if self.start else game.start()
         opening = random.Random(f"asp:{cfg.seed}:opening:{game_id // 2}")
         for _ in range(cfg.random_plies):
-            if game.status(self.state).value is not None:
+            if outcome(game, self.state) is not None:
                 break
             actions = game.actions(self.state)
             self.state = game.apply(self.state, actions[opening.randrange(len(actions))])
@@ -213,7 +226,7 @@ class _Game(Generic[State]):
     def record(self, cfg: PlayConfig, against_opponent: bool) -> Record:
         """The record of the game, over or cut at ``max_plies``."""
         game = cfg.game
-        value = game.status(self.state).value
+        value = outcome(game, self.state)
         termination = "rules"
         if self.failure is not None:
             value, termination = 0.0, self.failure.termination
@@ -255,14 +268,10 @@ def _sample(logits: Sequence[float], temperature: float, rng: random.Random) -> 
     """A position in ``logits`` sampled from their softmax at ``temperature`` (0: the largest)."""
     if temperature == 0:
         return max(range(len(logits)), key=logits.__getitem__)
-    peak = max(logits)
-    weights = [math.exp((x - peak) / temperature) for x in logits]
-    u, acc = rng.random() * sum(weights), 0.0
-    for k, w in enumerate(weights):
-        acc += w
-        if u < acc:
-            return k
-    return len(weights) - 1
+    peak, exp = max(logits), math.exp
+    weights = [exp((x - peak) / temperature) for x in logits]
+    u = rng.random() * sum(weights)
+    return min(bisect.bisect_right(list(itertools.accumulate(weights)), u), len(weights) - 1)
 
 
 @dataclass(frozen=True)
@@ -331,12 +340,15 @@ class _Step(Generic[State]):
         else:
             encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
             logits, _ = side.net(encoded)
-            table = logits.float().cpu().numpy()  # one array a call: indexing the tensor game by game is slow
-            for i, g in enumerate(games):
-                wins = game.status(g.state).winning if self.cfg.take_wins else ()
-                choices = wins or game.actions(g.state)
-                row = table[i, list(choices)].tolist()
-                action = choices[_sample(row, 0.0 if wins else side.temperature, g.rng)]
+            wins = [game.status(g.state).winning if self.cfg.take_wins else () for g in games]
+            choices = [won or game.actions(g.state) for g, won in zip(games, wins, strict=True)]
+            # The logits of every game's choices, gathered in one indexing of one array.
+            rows = np.repeat(np.arange(len(games)), [len(c) for c in choices])
+            values = logits.float().cpu().numpy()[rows, list(itertools.chain.from_iterable(choices))].tolist()
+            start = 0
+            for g, won, options in zip(games, wins, choices, strict=True):
+                row, start = values[start : start + len(options)], start + len(options)
+                action = options[_sample(row, 0.0 if won else side.temperature, g.rng)]
                 g.push(game, action, None, side.is_model)
 
     def step_searches(self) -> None:
@@ -431,4 +443,4 @@ def _play(cfg: PlayConfig, stepper: _Step[Any], next_game: Any, records: list[Re
 
 
 def _finished(game: Game[Any], g: _Game[Any], cfg: PlayConfig) -> bool:
-    return g.failure is not None or len(g.actions) >= cfg.max_plies or game.status(g.state).value is not None
+    return g.failure is not None or len(g.actions) >= cfg.max_plies or outcome(game, g.state) is not None

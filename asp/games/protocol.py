@@ -28,6 +28,10 @@ Rules of the protocol, which asp relies on:
     in the game's own units (TinyChess: its material lead in pawns). Self-play records it at
     every position, and the trainer can add its discounted changes to the value target
     (``TrainConfig.heuristic_weight``); without it, the value learns the result alone.
+  - ``outcome(state) -> float | None``: :meth:`Game.status`'s ``value`` alone, for a game
+    whose winning actions take time to find (TinyChess: its mates in one): self-play asks
+    it at every ply, and wants the winning actions only where a search or ``take_wins`` uses
+    them; without it, ``status(state).value``.
   - ``search_root(state) -> state``: ``state`` as the root of a search, for a game whose
     search scores positions inside its tree differently (TinyChess: a repetition is a
     draw there); without it, the state itself.
@@ -80,6 +84,7 @@ __all__ = [
     "exported",
     "heuristic",
     "openings",
+    "outcome",
     "packed",
     "search_root",
     "unpacked",
@@ -234,6 +239,13 @@ def heuristic(game: Game[State], state: State) -> float | None:
     pawns). The trainer can add its changes to the value target (``TrainConfig.heuristic_weight``)."""
     guess = getattr(game, "heuristic", None)
     return None if guess is None else float(guess(state))
+
+
+def outcome(game: Game[State], state: State) -> float | None:
+    """The value of ``state`` for the side to move once the game is over there, None while it
+    goes on: ``game.outcome(state)`` where the game has it, else ``game.status(state).value``."""
+    over = getattr(game, "outcome", None)
+    return game.status(state).value if over is None else over(state)
 
 
 def openings(game: Game[Any]) -> tuple[str, ...]:

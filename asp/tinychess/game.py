@@ -43,24 +43,23 @@ from asp.search import Status
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one
 from asp.tinychess.model import ModelConfig, TinyChess
-from asp.tinychess.moves import POLICY_SIZE, legal_move_indices, move_index
+from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS
 from asp.tinychess.opponents import GreedyChessMover
 from asp.tinychess.pgn import to_pgn
 
 __all__ = ["ChessState", "TinyChessGame", "material_lead"]
 
-_MATERIAL = ((chess.PAWN, 1), (chess.KNIGHT, 3), (chess.BISHOP, 3), (chess.ROOK, 5), (chess.QUEEN, 9))
 _PACKED = N_PLANES * 8 + 4
 """Bytes of a packed position: its bitboards, then its flags and half-move clock."""
 
 
 def material_lead(board: chess.Board) -> int:
     """The side to move's material minus the opponent's: pawn 1, knight 3, bishop 3, rook 5, queen 9."""
+    white = board.occupied_co[chess.WHITE]
     lead = 0
-    for piece, value in _MATERIAL:
-        mask = board.pieces_mask(piece, chess.WHITE), board.pieces_mask(piece, chess.BLACK)
-        lead += value * (mask[0].bit_count() - mask[1].bit_count())
+    for pieces, value in ((board.pawns, 1), (board.knights | board.bishops, 3), (board.rooks, 5), (board.queens, 9)):
+        lead += value * (2 * (pieces & white).bit_count() - pieces.bit_count())  # White's minus Black's
     return lead if board.turn == chess.WHITE else -lead
 
 
@@ -70,7 +69,8 @@ class ChessState:
 
     board: chess.Board
     parent: ChessState | None = None
-    """The position before it (None at the game's start)."""
+    """The position before it: None at the game's start, and after a capture or a pawn move,
+    which no position before can repeat (so a game does not keep all its positions alive)."""
     tree: int = -1
     """Plies below the root of a search; -1 for a position played in the game."""
     move: chess.Move | None = None
@@ -85,9 +85,12 @@ class ChessState:
                 int(b.turn), b.castling_rights, ep)  # fmt: skip
 
     @functools.cached_property
-    def legal(self) -> tuple[list[chess.Move], list[int]]:
-        """The legal moves and, in the same order, their policy indices."""
-        return legal_move_indices(self.board)
+    def legal(self) -> list[int]:
+        """The policy indices of the legal moves. The moves themselves are not kept (an
+        action's move is decoded by :func:`~asp.tinychess.moves.index_move`): games and
+        searches keep many positions alive, and every kept object is one more for the
+        garbage collector to walk."""
+        return legal_move_indices(self.board)[1]
 
     def earlier(self) -> list[ChessState]:
         """The positions before it that it could repeat: the same side to move, since the last
@@ -120,17 +123,25 @@ class ChessState:
         return sum(1 for node in self.earlier() if node.key == key)
 
     @functools.cached_property
-    def status(self) -> Status:
-        """:meth:`TinyChessGame.status`, computed once."""
+    def outcome(self) -> float | None:
+        """:meth:`TinyChessGame.outcome`, computed once."""
         board = self.board
         # Most positions a search scores are never expanded: their first legal move is enough.
-        if not (self.legal[0] if "legal" in self.__dict__ else any(board.generate_legal_moves())):
-            return Status(value=-1.0 if board.is_check() else 0.0)
+        # A game's own positions are all played from: their moves are needed anyway.
+        if not (self.legal if "legal" in self.__dict__ or self.tree < 0 else any(board.generate_legal_moves())):
+            return -1.0 if board.is_check() else 0.0
         if board.is_insufficient_material() or board.halfmove_clock >= 150:
-            return Status(value=0.0)
+            return 0.0
         if (self.tree > 0 and self.seen) or (self.tree < 0 and self.seen >= 4):
-            return Status(value=0.0)
-        return Status(winning=tuple(move_index(move, board.turn) for move in mates_in_one(board)))
+            return 0.0
+        return None
+
+    @functools.cached_property
+    def status(self) -> Status:
+        """:meth:`TinyChessGame.status`, computed once."""
+        if self.outcome is not None:
+            return Status(value=self.outcome)
+        return Status(winning=tuple(move_index(move, self.board.turn) for move in mates_in_one(self.board)))
 
 
 class TinyChessGame:
@@ -153,22 +164,27 @@ class TinyChessGame:
     def status(self, state: ChessState) -> Status:
         return state.status
 
+    def outcome(self, state: ChessState) -> float | None:
+        """:meth:`status`'s value alone, without looking for mates in one."""
+        return state.outcome
+
     def actions(self, state: ChessState) -> list[int]:
-        return state.legal[1]
+        return state.legal
 
     def apply(self, state: ChessState, action: int) -> ChessState:
         board = state.board.copy(stack=False)
         move = _move(state, action)
         board.push(move)
-        return ChessState(board, state, state.tree + 1 if state.tree >= 0 else -1, move)
+        parent = state if board.halfmove_clock else None
+        return ChessState(board, parent, state.tree + 1 if state.tree >= 0 else -1, move)
 
     def search_root(self, state: ChessState) -> ChessState:
         """``state`` as the root of a search: below it, repetitions are draws."""
         root = ChessState(state.board, state.parent, 0, state.move)
         known = state.__dict__  # what was computed of the position carries over
         root.__dict__.update({name: known[name] for name in ("key", "legal", "seen") if name in known})
-        if "status" in known and known["status"].value is None:  # a game going on: the same below a root
-            root.__dict__["status"] = known["status"]
+        if "outcome" in known and known["outcome"] is None:  # a game going on: the same below a root
+            root.__dict__.update({name: known[name] for name in ("outcome", "status") if name in known})
         return root
 
     def adjudicate(self, state: ChessState) -> float:
@@ -207,10 +223,9 @@ class TinyChessGame:
             move = chess.Move.from_uci(text.strip())
         except ValueError:
             raise ValueError(f"{text!r} is not a move in UCI notation (e2e4, e7e8q)") from None
-        moves, indices = state.legal
-        if move not in moves:
+        if not state.board.is_legal(move):
             raise ValueError(f"{move.uci()} is not a legal move here")
-        return indices[moves.index(move)]
+        return move_index(move, state.board.turn)
 
     def state_text(self, state: ChessState) -> str:
         return str(state.board.fen())
@@ -268,8 +283,6 @@ class TinyChessGame:
 
 def _move(state: ChessState, action: int) -> chess.Move:
     """The legal move of policy index ``action`` at ``state``."""
-    moves, indices = state.legal
-    try:
-        return moves[indices.index(action)]
-    except ValueError:
-        raise ValueError(f"action {action} is no legal move at {state.board.fen()}") from None
+    if action not in state.legal:
+        raise ValueError(f"action {action} is no legal move at {state.board.fen()}")
+    return index_move(action, state.board)

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from asp.tinychess.mates import mating_moves
+from asp.tinychess.moves import legal_move_indices
 
 __all__ = ["GreedyChessMover", "material_gain"]
 
@@ -47,7 +48,7 @@ class GreedyChessMover(nn.Module):
 
     def choose(self, game: Any, state: Any, rng: random.Random) -> int:
         """Its move at ``state``, a :class:`~asp.tinychess.game.ChessState`, as the game's action."""
-        moves, indices = state.legal
+        moves, indices = legal_move_indices(state.board)
         mates = mating_moves(state.board, moves)
         if mates:
             return int(indices[mates[0]])
