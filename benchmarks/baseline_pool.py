@@ -64,7 +64,6 @@ import torch
 from torch import nn
 
 from asp.games import PlayConfig
-from asp.search import Status
 from asp.tinychess import TinyChess, TinyChessGame
 from asp.tinychess.game import ChessState
 
@@ -95,14 +94,15 @@ class UnevenChess(TinyChessGame):
         self.long_plies = long_plies
         self.short_plies = short_plies
 
-    def status(self, state: ChessState) -> Status:
-        status = super().status(state)
-        if status.value is None:
+    def outcome(self, state: ChessState) -> float | None:
+        """TinyChess's outcome, and a game at its cap adjudicated (:meth:`status` follows)."""
+        value = super().outcome(state)
+        if value is None:
             ply = state.board.ply()
             played, cap = (ply - _LONG_PLY, self.long_plies) if ply >= _LONG_PLY else (ply, self.short_plies)
             if played >= cap:
-                return Status(value=self.adjudicate(state))
-        return status
+                return self.adjudicate(state)
+        return value
 
     def __eq__(self, other: object) -> bool:
         return (

@@ -55,8 +55,10 @@ def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_
     state = play_line(GAME.start(), "e2e4 e7e5")
     assert GAME.status(state).value is None and "legal" in vars(state)
     # Worked out once a position: the play loop asks at each ply, and again of the search's root.
-    assert GAME.status(state) is GAME.status(state) is GAME.status(GAME.search_root(state))
-    assert GAME.search_root(state).legal is state.legal
+    threat = play_line(state, "f1c4 b8c6 d1h5 g8f6")
+    assert GAME.status(threat) == GAME.status(threat) == GAME.status(GAME.search_root(threat))
+    root = GAME.search_root(threat)
+    assert vars(root)["winning"] is vars(threat)["winning"] and root.legal is threat.legal
 
 
 def test_outcome_is_the_status_value_without_looking_for_mates_in_one() -> None:
@@ -71,6 +73,21 @@ def test_outcome_is_the_status_value_without_looking_for_mates_in_one() -> None:
     assert GAME.outcome(stalemate) == 0.0 == GAME.status(stalemate).value
     root = GAME.search_root(mate_in_one)
     assert GAME.outcome(root) is None and GAME.status(root).winning == GAME.status(mate_in_one).winning
+
+
+def test_outcome_and_status_end_a_game_where_python_chess_does() -> None:
+    rng = random.Random(1)
+    for _ in range(10):
+        state, board = GAME.start(), chess.Board()  # the board keeps its whole history
+        while True:
+            outcome = board.outcome(claim_draw=False)
+            expected = None if outcome is None else 0.0 if outcome.winner is None else -1.0
+            assert GAME.outcome(state) == expected == GAME.status(state).value
+            if expected is not None:
+                break
+            action = rng.choice(GAME.actions(state))
+            board.push(chess.Move.from_uci(GAME.action_text(state, action)))
+            state = GAME.apply(state, action)
 
 
 def test_a_position_after_a_capture_or_pawn_move_keeps_no_past() -> None:

@@ -28,10 +28,10 @@ Rules of the protocol, which asp relies on:
     in the game's own units (TinyChess: its material lead in pawns). Self-play records it at
     every position, and the trainer can add its discounted changes to the value target
     (``TrainConfig.heuristic_weight``); without it, the value learns the result alone.
-  - ``outcome(state) -> float | None``: :meth:`Game.status`'s ``value`` alone, for a game
-    whose winning actions take time to find (TinyChess: its mates in one): self-play asks
-    it at every ply, and wants the winning actions only where a search or ``take_wins`` uses
-    them; without it, ``status(state).value``.
+  - ``outcome(state) -> float | None``: :meth:`Game.status`'s ``value`` alone (always the
+    same), for a game whose winning actions take time to find (TinyChess: its mates in one):
+    self-play asks it at every ply, and wants the winning actions only where a search or
+    ``take_wins`` uses them; without it, ``status(state).value``.
   - ``search_root(state) -> state``: ``state`` as the root of a search, for a game whose
     search scores positions inside its tree differently (TinyChess: a repetition is a
     draw there); without it, the state itself.

@@ -124,7 +124,8 @@ class ChessState:
 
     @functools.cached_property
     def outcome(self) -> float | None:
-        """:meth:`TinyChessGame.outcome`, computed once."""
+        """The value of the position for the side to move once the game is over by the rules
+        of chess (a repetition inside a search included), else None: computed once."""
         board = self.board
         # Most positions a search scores are never expanded: their first legal move is enough.
         # A game's own positions are all played from: their moves are needed anyway.
@@ -137,11 +138,9 @@ class ChessState:
         return None
 
     @functools.cached_property
-    def status(self) -> Status:
-        """:meth:`TinyChessGame.status`, computed once."""
-        if self.outcome is not None:
-            return Status(value=self.outcome)
-        return Status(winning=tuple(move_index(move, self.board.turn) for move in mates_in_one(self.board)))
+    def winning(self) -> tuple[int, ...]:
+        """The policy indices of the moves that mate at once: computed once."""
+        return tuple(move_index(move, self.board.turn) for move in mates_in_one(self.board))
 
 
 class TinyChessGame:
@@ -162,10 +161,13 @@ class TinyChessGame:
         return 0 if state.board.turn == chess.WHITE else 1
 
     def status(self, state: ChessState) -> Status:
-        return state.status
+        """:meth:`outcome` once the game is over, else the moves that mate at once."""
+        value = self.outcome(state)
+        return Status(winning=state.winning) if value is None else Status(value=value)
 
     def outcome(self, state: ChessState) -> float | None:
-        """:meth:`status`'s value alone, without looking for mates in one."""
+        """:meth:`status`'s value alone, without looking for mates in one (a game that ends
+        otherwise overrides this method, and :meth:`status` follows it)."""
         return state.outcome
 
     def actions(self, state: ChessState) -> list[int]:
@@ -184,7 +186,7 @@ class TinyChessGame:
         known = state.__dict__  # what was computed of the position carries over
         root.__dict__.update({name: known[name] for name in ("key", "legal", "seen") if name in known})
         if "outcome" in known and known["outcome"] is None:  # a game going on: the same below a root
-            root.__dict__.update({name: known[name] for name in ("outcome", "status") if name in known})
+            root.__dict__.update({name: known[name] for name in ("outcome", "winning") if name in known})
         return root
 
     def adjudicate(self, state: ChessState) -> float:
