@@ -15,8 +15,9 @@ import torch
 from asp import SelfPlay
 from asp.connect4 import ConnectFour, WinBlockMover, rules
 from asp.errors import ConfigError
-from asp.games import MODEL, OPPONENT, MoveFailed, PlayConfig, RandomMover, Record, play_games
+from asp.games import MODEL, OPPONENT, BaseMover, MoveFailed, Mover, PlayConfig, RandomMover, Record, play_games
 from asp.search import SearchConfig
+from asp.tinychess import GreedyChessMover
 
 GAME = ConnectFour()
 
@@ -146,6 +147,25 @@ def test_the_win_block_mover_wins_and_blocks_at_once() -> None:
     assert mover.choose(GAME, GAME.parse_state("445566"), rng) in (2, 6)  # wins, either side
     assert mover.choose(GAME, GAME.parse_state("4455661"), rng) in (2, 6)  # blocks one side at least
     assert mover.choose(GAME, GAME.parse_state("1212"), rng) == 0  # blocks the column
+
+
+class _Leftmost(BaseMover):
+    """A mover of one's own: the leftmost legal column."""
+
+    opponent_name = "leftmost"
+
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        return min(game.actions(state))
+
+
+def test_a_mover_of_ones_own_needs_a_name_and_a_choice() -> None:
+    records, _ = play_games(fresh_net(), _Leftmost(), PlayConfig(GAME, n_games=2))
+    assert [r.opponent_name for r in records] == ["leftmost", "leftmost"]
+    assert records[1].first == OPPONENT and records[1].actions[0] == 0  # the opponent opened
+    for mover in (_Leftmost(), RandomMover(), WinBlockMover(), GreedyChessMover()):
+        assert isinstance(mover, Mover) and mover.cfg is None and not list(mover.parameters())
+        with pytest.raises(TypeError, match=f"{type(mover).__name__} is a mover"):
+            mover(torch.zeros(1, 3))
 
 
 class _CountsStatus(ConnectFour):

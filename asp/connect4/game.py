@@ -31,7 +31,7 @@ from torch import nn
 from asp.connect4 import rules
 from asp.connect4.model import N_FEATURES, C4Config, C4Net
 from asp.connect4.rules import HEIGHT, WIDTH, Board
-from asp.games.movers import RandomMover
+from asp.games.movers import BaseMover, RandomMover
 from asp.games.protocol import Mover, Symmetry
 from asp.search import Status
 
@@ -126,11 +126,10 @@ class ConnectFour:
         return "ConnectFour()"
 
 
-class WinBlockMover(nn.Module):
+class WinBlockMover(BaseMover):
     """The one-ply win/block mover: it wins at once if it can, else blocks the opponent's
     winning column, else plays a random column (ties broken at random)."""
 
-    cfg = None
     opponent_name = "winblock"
 
     def choose(self, game: Any, state: Board, rng: random.Random) -> int:
@@ -139,6 +138,3 @@ class WinBlockMover(nn.Module):
             wins = rules.winning_columns(Board(state.current ^ state.mask, state.mask))
         columns = wins or rules.legal_columns(state)
         return columns[rng.randrange(len(columns))]
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")

@@ -6,7 +6,7 @@ a :class:`Mover`; :class:`Trainer` learns from its records. None of it knows a p
 or the orchestrator: :class:`asp.SelfPlay` plays a :class:`PlayConfig` like any other.
 """
 
-from asp.games.movers import RandomMover
+from asp.games.movers import BaseMover, RandomMover
 from asp.games.play import PlayConfig, play_games
 from asp.games.protocol import Game, MoveFailed, Mover, Symmetry
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
@@ -15,6 +15,7 @@ from asp.games.train import TrainConfig, Trainer
 __all__ = [
     "MODEL",
     "OPPONENT",
+    "BaseMover",
     "Game",
     "MoveFailed",
     "Mover",

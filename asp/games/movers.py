@@ -1,11 +1,21 @@
-"""Movers that every game has: the uniformly random mover, the bottom rung of evaluation.
+"""Movers: :class:`BaseMover`, what a mover is to asp's workers, and the uniformly random
+mover every game has, the bottom rung of evaluation.
 
-A mover (:class:`~asp.games.Mover`) is a network without weights to asp's workers (it travels
-as one), and chooses its moves from the rules alone.
+A mover (:class:`~asp.games.Mover`) chooses its moves from the rules alone, and travels to
+asp's workers as a network would: an :class:`torch.nn.Module` without weights, rebuilt there
+as ``type(mover)()`` (or ``type(mover)(mover.cfg)`` where it keeps settings in ``cfg``).
+Subclass :class:`BaseMover`, name it and write its ``choose``:
 
 >>> import random
 >>> from asp.connect4 import ConnectFour
+>>> from asp.games import Mover
+>>> class Leftmost(BaseMover):
+...     opponent_name = "leftmost"
+...     def choose(self, game, state, rng):
+...         return min(game.actions(state))
 >>> game = ConnectFour()
+>>> Leftmost().choose(game, game.start(), random.Random(0)), isinstance(Leftmost(), Mover)
+(0, True)
 >>> RandomMover().choose(game, game.start(), random.Random(0)) in range(7)
 True
 """
@@ -18,18 +28,31 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["RandomMover"]
+__all__ = ["BaseMover", "RandomMover"]
 
 
-class RandomMover(nn.Module):
+class BaseMover(nn.Module):
+    """A base for :class:`~asp.games.Mover` classes: a module without weights or a forward
+    pass, rebuilt in a worker as ``type(mover)()`` (``cfg`` None) or ``type(mover)(cfg)``."""
+
+    cfg: Any = None
+    """Its settings, from which a worker rebuilds it (None: it has none)."""
+    opponent_name: str = "mover"
+    """Who it is: the records' ``opponent_name``."""
+
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        """A legal action of ``state``; ``rng`` is the game's own random stream."""
+        raise NotImplementedError(f"{type(self).__name__} must define choose(game, state, rng)")
+
+    def forward(self, features: torch.Tensor) -> Any:
+        raise TypeError(f"{type(self).__name__} is a mover: it chooses its moves with choose(); it has no forward pass")
+
+
+class RandomMover(BaseMover):
     """Plays a legal action chosen uniformly at random."""
 
-    cfg = None
     opponent_name = "random"
 
     def choose(self, game: Any, state: Any, rng: random.Random) -> int:
         actions = game.actions(state)
         return int(actions[rng.randrange(len(actions))])
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")

@@ -50,11 +50,10 @@ from typing import Any, TypeVar
 import chess
 import chess.engine
 import structlog
-import torch
-from torch import nn
 
 from asp.checks import SECONDS, check_int, check_number
 from asp.errors import ConfigError, NotRetried
+from asp.games.movers import BaseMover
 from asp.games.protocol import MoveFailed
 from asp.tinychess.moves import move_index
 
@@ -258,7 +257,7 @@ def _close_engine(holder: list[_Engine | None], timeout: float, polite: bool = T
         engine.close(timeout=timeout, polite=polite)
 
 
-class EngineOpponent(nn.Module):
+class EngineOpponent(BaseMover):
     """A UCI engine (Stockfish) as an opponent of TinyChessGame; see the module docstring.
 
     ``EngineOpponent(cfg)`` finds the executable at once (:func:`find_engine`) and keeps its
@@ -267,6 +266,8 @@ class EngineOpponent(nn.Module):
 
     :raises EngineNotFound: no executable where ``cfg.path`` says, or no Stockfish.
     """
+
+    cfg: EngineConfig
 
     def __init__(self, cfg: EngineConfig | None = None) -> None:
         super().__init__()
@@ -349,9 +350,6 @@ class EngineOpponent(nn.Module):
     def close(self) -> None:
         """Stop the engine (it quits, or is killed). A later move starts a new one."""
         _close_engine(self._engine, self._start_timeout)
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        raise TypeError("EngineOpponent chooses its moves with choose(); it has no forward pass")
 
     def extra_repr(self) -> str:
         return f"{self.opponent_name!r}, path={self.cfg.path!r}"

@@ -15,9 +15,8 @@ import random
 from typing import Any
 
 import chess
-import torch
-from torch import nn
 
+from asp.games.movers import BaseMover
 from asp.tinychess.mates import mating_moves
 from asp.tinychess.moves import legal_move_indices
 
@@ -38,12 +37,11 @@ def material_gain(board: chess.Board, move: chess.Move) -> int:
     return gain
 
 
-class GreedyChessMover(nn.Module):
+class GreedyChessMover(BaseMover):
     """The one-ply material-greedy mover (an :class:`asp.games.Mover`): it mates in one if it
     can, else makes the move that wins the most material at once, else a random move (ties
     broken at random)."""
 
-    cfg = None
     opponent_name = "greedy"
 
     def choose(self, game: Any, state: Any, rng: random.Random) -> int:
@@ -55,6 +53,3 @@ class GreedyChessMover(nn.Module):
         gains = [material_gain(state.board, move) for move in moves]
         best = max(gains)
         return int(rng.choice([index for index, gain in zip(indices, gains, strict=True) if gain == best]))
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        raise TypeError("a mover chooses its moves with choose(); it has no forward pass")
