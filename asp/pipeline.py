@@ -108,9 +108,6 @@ class IterationReport:
     wall_seconds: float
     """Wall time of the iteration, from the previous report (so including what the caller did
     with it) to the end of training: the walls of a run add up to its wall time."""
-    next_play_weights: nn.Module | None = None
-    """Overlapped runs: the weights that play the next iteration (also after the last
-    iteration, for a run extended later); ``pending_plays[0]``'s. None when sequential."""
     trained_weights: nn.Module | None = None
     """Overlapped runs: a snapshot of the weights training on this iteration made (version
     ``version_trained + 1``), which nothing changes (the model itself trains on). None when
@@ -272,7 +269,6 @@ class Pipeline:
         *,
         start: int = 0,
         version: int | None = None,
-        first_play: nn.Module | None = None,
         first_plays: list[tuple[int, nn.Module]] | None = None,
     ) -> AsyncGenerator[IterationReport, None]:
         """Run iterations ``start .. start + iterations - 1``, yielding a report after each.
@@ -280,9 +276,8 @@ class Pipeline:
         ``version`` is the model's version now (default ``start``). To resume an overlapped
         run exactly, pass as ``first_plays`` the ``(version, weights)`` of the iterations whose
         self-play had begun when the run stopped (:attr:`IterationReport.pending_plays` of the
-        last report); they are played again with those weights. ``first_play`` is the older
-        form for ``max_staleness=1``: the weights of iteration ``start``'s play, one version
-        older than ``version``. How it stops: see the module's docstring.
+        last report); they are played again with those weights. How it stops: see the module's
+        docstring.
 
         :raises AspError: when an iteration's games lack an id of ``cfg.first_game ..
             cfg.first_game + cfg.n_games - 1`` or have one outside it (of an id that comes
@@ -290,8 +285,6 @@ class Pipeline:
         """
         version = start if version is None else version
         resumed = list(first_plays or [])
-        if first_play is not None:
-            resumed.insert(0, (version - 1, first_play))
         end = start + iterations
         # Sequential: plays use the model itself (nothing trains while they play); overlapped:
         # a snapshot per version, since training changes the model while later iterations play.
@@ -387,7 +380,6 @@ class Pipeline:
             train_seconds=train_ended - train_started,
             overlap_seconds=overlap,
             wall_seconds=wall,
-            next_play_weights=pending[0][1] if pending else None,
             trained_weights=latest if self.overlap else None,
             pending_plays=pending,
             worker_idle_seconds=max(0.0, self.selfplay.workers * wall - busy),

@@ -1,6 +1,6 @@
 """The checkpoint's format: written as a copy and atomically, loaded with ``weights_only``,
-checked (every error a RunError naming the path), upgraded from older asps, and restored into
-a model and trainer to resume.
+checked (every error a RunError naming the path; an older asp's refused by name), and restored
+into a model and trainer to resume.
 
 Checkpoints are written from a Trainer in this process.
 """
@@ -28,7 +28,6 @@ from asp.app.checkpoint import (
 )
 from asp.app.game_config import GameRunConfig
 from asp.app.run import RunDir
-from asp.atomic import save_atomic
 from asp.errors import AspError
 from asp.games import PlayConfig, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
@@ -58,7 +57,7 @@ def checkpoint(tmp_path: Path) -> Path:
     cfg = tiny_config()
     run = RunDir(tmp_path / "run")
     run.create(cfg)
-    save(run.checkpoint, trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    save(run.checkpoint, trained(cfg), cfg, next_iteration=1, version=1)
     return run.checkpoint
 
 
@@ -73,7 +72,7 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     run.create(cfg)
     torch.manual_seed(123)
-    save(run.checkpoint, trainer, cfg, next_iteration=3, version=3, play_weights=play_weights)
+    save(run.checkpoint, trainer, cfg, next_iteration=3, version=3, pending_plays=[(2, play_weights)])
     assert sorted(p.name for p in run.path.iterdir()) == ["checkpoint.pt", "config.json", "games"]  # no temp file
 
     raw = torch.load(run.checkpoint, map_location="cpu", weights_only=True)  # no pickle code needed
@@ -83,8 +82,9 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     assert GameRunConfig.from_dict(data["config"]) == cfg
     for key, tensor in trainer.model.state_dict().items():
         assert torch.equal(data["model"][key], tensor), key
-    for key, tensor in play_weights.items():
-        assert torch.equal(data["play_weights"][key], tensor), key
+    [(version, weights)] = pending_plays(data)
+    assert version == 2 and all(torch.equal(weights[key], tensor) for key, tensor in play_weights.items())
+    assert "play_weights" not in data  # the field of older readers is gone
     assert data["optimizer"]["state"]  # Adam's moments are kept
     state = data["trainer_rng"]
     restored = random.Random()
@@ -100,31 +100,9 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
         assert all(torch.equal(v, trainer.model.state_dict()[k]) for k, v in model.state_dict().items())
 
 
-def test_the_first_pending_plays_weights_are_stored_once(tmp_path: Path) -> None:
-    cfg = tiny_config(seed=5)
-    trainer = trained(cfg)
-    weights = network(cfg).state_dict()
-    size = sum(t.numel() * t.element_size() for t in weights.values())
-    sizes = []
-    for name, play_weights in (("alone", None), ("both", weights)):
-        path = tmp_path / f"{name}.pt"
-        state = checkpoint_state(
-            trainer, cfg, next_iteration=3, version=3, play_weights=play_weights, pending_plays=[(2, weights)]
-        )
-        save_atomic(state, path)
-        sizes.append(path.stat().st_size)
-        data = load_checkpoint(path)
-        assert pending_plays(data)[0][0] == 2
-        for key, tensor in weights.items():
-            assert torch.equal(data["pending_plays"][0]["weights"][key], tensor), key
-            if play_weights is not None:
-                assert torch.equal(data["play_weights"][key], tensor), key
-    assert sizes[1] - sizes[0] < size / 4  # not a second copy of the weights
-
-
 def test_saving_again_replaces_the_checkpoint(checkpoint: Path) -> None:
     cfg = tiny_config()
-    save(checkpoint, trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
+    save(checkpoint, trained(cfg), cfg, next_iteration=2, version=2)
     assert load_checkpoint(checkpoint)["next_iteration"] == 2
     assert [p.name for p in checkpoint.parent.iterdir() if p.name.startswith(".")] == []
 
@@ -201,12 +179,32 @@ def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path,
             model_from_checkpoint(path)
 
 
-def test_a_checkpoint_of_the_older_input_says_so(checkpoint: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_tinychess_run_of_an_older_asp_is_refused_in_one_line(checkpoint: Path, version: int) -> None:
     data = torch.load(checkpoint, weights_only=True)
-    data["format"], data["format_version"] = "asp-tinychess-run", 1  # before the attacked-squares planes
+    data["format"], data["format_version"] = "asp-tinychess-run", version
+    data["config"] = {"game": "tinychess", "model": {"hidden": 32}}  # its own config: never read
     torch.save(data, checkpoint)
-    with pytest.raises(RunError, match=r"format version 1, expected 2 \(made by an older asp, whose network"):
+    with pytest.raises(RunError) as raised:
         model_from_checkpoint(checkpoint)
+    assert str(raised.value) == (
+        f"{checkpoint}: a TinyChess run of an older asp (format asp-tinychess-run), which this asp does not read: "
+        "train a new run"
+    )
+
+
+@pytest.mark.parametrize(
+    "plays", [None, "x", [{"version": 1}], [{"version": "1", "weights": {}}], [{"version": 1, "weights": 5}]]
+)
+def test_pending_plays_that_are_not_a_list_of_versioned_weights_are_refused(checkpoint: Path, plays: Any) -> None:
+    data = torch.load(checkpoint, weights_only=True)
+    if plays is None:
+        del data["pending_plays"]  # as an asp from before pending_plays wrote it: read no more
+    else:
+        data["pending_plays"] = plays
+    torch.save(data, checkpoint)
+    with pytest.raises(RunError, match=r"checkpoint field pending_plays must be a list of \{version: int"):
+        load_checkpoint(checkpoint)
 
 
 def _a_whole_pickled_model(checkpoint: Path) -> Path:
@@ -236,41 +234,7 @@ def test_model_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> Non
         model_from_checkpoint(tmp_path)
 
 
-# -- upgrading older checkpoints -------------------------------------------------------------
-
-
-def _as_written_before_pending_plays(path: Path) -> None:
-    """Rewrite the checkpoint at ``path`` as an asp from before ``pending_plays`` wrote it."""
-    data = torch.load(path, weights_only=True)
-    del data["pending_plays"]
-    torch.save(data, path)
-
-
-def test_a_checkpoint_with_only_play_weights_resumes_them_as_the_one_pending_play(tmp_path: Path) -> None:
-    cfg = tiny_config(seed=5)
-    weights = network(cfg).state_dict()
-    path = tmp_path / CHECKPOINT
-    save(path, trained(cfg), cfg, next_iteration=3, version=3, play_weights=weights)
-    _as_written_before_pending_plays(path)
-
-    [(version, loaded)] = pending_plays(load_checkpoint(path))
-    assert version == 2  # the next iteration's play: one version older than the checkpoint
-    assert all(torch.equal(loaded[key], tensor) for key, tensor in weights.items())
-    model = network(cfg)
-    restored = restore_checkpoint(path, cfg, model, trainer_of(model))
-    [(version, playing)] = restored.pending_plays
-    assert version == 2
-    assert all(torch.equal(playing.state_dict()[key], tensor) for key, tensor in weights.items())
-
-
-def test_a_sequential_checkpoint_from_before_pending_plays_has_none(tmp_path: Path) -> None:
-    cfg = tiny_config()
-    path = tmp_path / CHECKPOINT
-    save(path, trained(cfg), cfg, next_iteration=2, version=2, play_weights=None)
-    _as_written_before_pending_plays(path)
-    assert pending_plays(load_checkpoint(path)) == []
-    model = network(cfg)
-    assert restore_checkpoint(path, cfg, model, trainer_of(model)).pending_plays == []
+# -- older checkpoints -----------------------------------------------------------------------
 
 
 def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint: Path) -> None:
@@ -305,7 +269,7 @@ def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path)
     path = tmp_path / CHECKPOINT
     torch.manual_seed(7)
     saved_rng = torch.get_rng_state()
-    save(path, trainer, cfg, next_iteration=3, version=4, play_weights=pending, pending_plays=[(3, pending)])
+    save(path, trainer, cfg, next_iteration=3, version=4, pending_plays=[(3, pending)])
 
     torch.manual_seed(99)
     model = network(cfg)
@@ -331,7 +295,7 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
     calls = [play_games(trainer.model, None, dataclasses.replace(searching, seed=i))[0] for i in range(4)]
     for records in calls[:3]:
         trainer.train(records)
-    state = checkpoint_state(trainer, cfg, next_iteration=3, version=3, play_weights=None)
+    state = checkpoint_state(trainer, cfg, next_iteration=3, version=3)
     assert len(state["replay_window"]) == 2  # the next call keeps the last 2 and adds its own
     path = tmp_path / CHECKPOINT
     write_checkpoint(state, path)

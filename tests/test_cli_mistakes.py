@@ -41,7 +41,7 @@ def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = l
     its config.json and the two metrics lines."""
     torch.manual_seed(0)
     trainer = Trainer(TINY_RUN.new_network(CHESS), CHESS, TINY_RUN.train)
-    state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2, play_weights=None)
+    state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2)
     spoil(state)
     (run / "games").mkdir(parents=True)
     save_atomic(state, run / CHECKPOINT)

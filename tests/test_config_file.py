@@ -79,6 +79,9 @@ def test_a_runs_config_json_reproduces_it(tmp_path: Path) -> None:
         ("games = \n", "--config run.toml: not TOML"),
         ('game = "chess"\n', "--config run.toml: game 'chess': not a game"),
         ("[eval_engine]\nskil = 3\n", "--config run.toml: GameRunConfig.eval_engine has no field 'skil'"),
+        # An older asp's TinyChess config: one reading of a file, so its network's shape is a key it lacks.
+        ("search = 0\n[model]\nhidden = 64\n", "--config run.toml: unknown key 'model'"),
+        ('game = "connect4"\n[model]\nhidden = 64\n', "--config run.toml: unknown key 'model'"),
     ],
 )
 def test_a_bad_file_is_refused_naming_the_key(text: str, message: str, tmp_path: Path,

@@ -42,7 +42,7 @@ def make_run(path: Path, *, version: int, seed: int) -> Path:
     game = TinyChessGame()
     trainer = Trainer(cfg.new_network(game), game, cfg.train)
     path.mkdir(parents=True)
-    save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version, play_weights=None),
+    save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version),
                 path / CHECKPOINT)  # fmt: skip
     return path
 

@@ -23,7 +23,7 @@ FOOLS_MATE = "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"
 def chess_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = dataclasses.replace(tiny_config(), eval_search=8)
     path = tmp_path_factory.mktemp("run") / "checkpoint.pt"
-    write_checkpoint(checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1, play_weights=None), path)
+    write_checkpoint(checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1), path)
     return path
 
 

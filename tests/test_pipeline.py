@@ -135,7 +135,7 @@ async def test_overlapped_iterations_are_one_version_stale_after_the_first(chess
         assert 0 < r.play_seconds and 0 <= r.overlap_seconds <= r.train_seconds <= r.wall_seconds
     assert train.calls == [list(range(N * i, N * (i + 1))) for i in range(3)]
     # The snapshot of the next iteration's weights, after the last one too (a run extended later).
-    assert [r.next_play_weights is not None for r in reports] == [True, True, True]
+    assert [[v for v, _ in r.pending_plays] for r in reports] == [[0], [1], [2]]
 
     # on_shard: per iteration, games done rise to n_games, out of n_games.
     for iteration in range(3):
@@ -156,7 +156,7 @@ async def test_sequential_runs_play_every_iteration_with_the_latest_weights(
     assert [(r.iteration, r.version_played, r.version_trained, r.staleness) for r in reports] == [
         (i, i, i, 0) for i in range(3)
     ]
-    assert all(r.next_play_weights is None and r.overlap_seconds == 0.0 for r in reports)
+    assert all(r.pending_plays == [] and r.overlap_seconds == 0.0 for r in reports)
     for r in reports:
         assert ids(r.records) == list(range(N * r.iteration, N * (r.iteration + 1)))
         assert {rec.model_version for rec in r.records} == {r.iteration}
@@ -285,8 +285,8 @@ async def test_the_weights_playing_the_next_iteration_are_a_snapshot_training_do
     async for report in pipeline.run(3):
         played.append(report.records[0].weight_sum)
         assert len({r.weight_sum for r in report.records}) == 1  # every game of an iteration, one set of weights
-        snapshot = report.next_play_weights
-        if snapshot is not None:
+        if report.pending_plays:
+            snapshot = report.pending_plays[0][1]
             # Training on this iteration set the model to a constant; the snapshot kept version k.
             assert all(torch.all(p == train.calls) for p in model.parameters())
             assert weight_sum(snapshot) != pytest.approx(weight_sum(model))
@@ -302,11 +302,11 @@ async def test_the_weights_playing_the_next_iteration_are_a_snapshot_training_do
 
 @pytest.mark.timeout(120)
 @module_loop
-async def test_first_play_resumes_an_overlapped_run_with_the_weights_that_were_playing(echo_pool: SelfPlay) -> None:
+async def test_first_plays_resume_an_overlapped_run_with_the_weights_that_were_playing(echo_pool: SelfPlay) -> None:
     torch.manual_seed(1)
     model, older = tiny(), tiny()  # the model at version 5, the snapshot of version 4
     pipeline = Pipeline(echo_pool, model, train=FillTrain(model), play_cfg=echo_cfg)
-    reports = await run_all(pipeline, 2, start=3, version=5, first_play=older)
+    reports = await run_all(pipeline, 2, start=3, version=5, first_plays=[(4, older)])
     assert [(r.iteration, r.version_played, r.version_trained, r.staleness) for r in reports] == [
         (3, 4, 5, 1),
         (4, 5, 6, 1),

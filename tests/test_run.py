@@ -46,7 +46,7 @@ def checkpoint(tmp_path: Path) -> Path:
     cfg = tiny_config()
     run = RunDir(tmp_path / "run")
     run.create(cfg)
-    state = checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1, play_weights=None)
+    state = checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1)
     write_checkpoint(state, run.checkpoint)
     return run.checkpoint
 

@@ -12,7 +12,6 @@ pickled code::
     model, optimizer         the state_dicts of the network and of the trainer's optimizer
     pending_plays            [{"version": v, "weights": state_dict}]: the later iterations
                              whose self-play had begun (overlapped runs), in order
-    play_weights             the first pending play's weights, or None (for older readers)
     trainer_rng, trainer_steps, torch_rng
                              the trainer's random state and step count, torch's random state
     replay_window            the samples the trainer's next call replays (Trainer.window_state:
@@ -20,7 +19,7 @@ pickled code::
 
 so that ``asp train --resume`` plays the pending iterations again with the same weights and
 seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` writes it
-atomically, :func:`load_checkpoint` reads, checks and upgrades it, and
+atomically, :func:`load_checkpoint` reads and checks it, and
 :func:`restore_checkpoint` loads it into a model and trainer to resume.
 
 A run also keeps the weights of version 0 and of every version it evaluated, in ``versions/``
@@ -29,12 +28,9 @@ eval``, ``play`` and ``moves`` read as ``RUN@VERSION`` (:func:`checkpoint_path`)
 
 Compatibility: this asp reads every checkpoint of format version ``GAME_FORMAT_VERSION``,
 and a config stored before a field existed reads as :meth:`GameRunConfig.from_dict` says;
-one without ``trainer_steps`` plays and evaluates but does not resume. It writes
-``play_weights`` still, for an older reader. An older asp's TinyChess checkpoints (format
-``asp-tinychess-run``, version 2; those written before ``pending_plays`` existed read
-``play_weights`` as the one pending play) play, evaluate and show, but do not resume
-(:mod:`asp.app.legacy`); their format version 1 is refused with a :class:`RunError` that
-says why: its network reads no attacked-squares planes. A change that a reader of this
+one without ``trainer_steps`` plays and evaluates but does not resume. A checkpoint of any
+other format or version, an older asp's TinyChess runs (format ``asp-tinychess-run``)
+among them, is refused with a :class:`RunError` that names it. A change that a reader of this
 version could not read takes a new ``GAME_FORMAT_VERSION``.
 """
 
@@ -52,7 +48,6 @@ import torch
 
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
-from asp.app.legacy import LEGACY_FORMAT, LEGACY_FORMAT_VERSION, NOT_RESUMED, from_legacy
 from asp.app.outputs import writing
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
@@ -89,7 +84,8 @@ GAME_FORMAT = "asp-game-run"
 """The ``format`` field of every checkpoint: what tells one from another torch file."""
 GAME_FORMAT_VERSION = 1
 """The version of the ``asp-game-run`` format this asp writes and reads."""
-_FORMATS = {GAME_FORMAT: GAME_FORMAT_VERSION, LEGACY_FORMAT: LEGACY_FORMAT_VERSION}
+_OLDER_FORMAT = "asp-tinychess-run"
+"""The format of an older asp's TinyChess runs, trained by TinyChess's own loop: refused, by name."""
 
 _COUNTS = (("next_iteration", 100_000), ("version", 10**9), ("trainer_steps", 10**12))
 """The checkpoint's counters and their largest values (the least is 0)."""
@@ -121,7 +117,6 @@ def checkpoint_state(
     *,
     next_iteration: int,
     version: int,
-    play_weights: dict[str, Any] | None,
     pending_plays: list[tuple[int, dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The checkpoint of a completed iteration, as a copy: training on afterwards cannot change it.
@@ -129,19 +124,14 @@ def checkpoint_state(
     A state_dict holds the live tensors; the copy lets another thread write the checkpoint
     while this one goes on. The replay window is the one part shared, not copied: the trainer
     never writes a sample it has made, it only drops the oldest. ``pending_plays`` are the
-    ``(version, state_dict)`` of the later iterations whose self-play had begun
-    (``play_weights``, the first one's, stays for older readers: when it is that very dict,
-    it shares the copy, which ``torch.save`` stores once).
+    ``(version, state_dict)`` of the later iterations whose self-play had begun.
     """
-    pending = [(played_by, weights, _detached(weights)) for played_by, weights in pending_plays or []]
-    play_copy = next((copied for _, weights, copied in pending if weights is play_weights), None)
-    if play_copy is None and play_weights is not None:
-        play_copy = _detached(play_weights)
     return {
         **_weights_of(cfg, version, next_iteration, trainer.model.state_dict()),
         "optimizer": copy.deepcopy(trainer.optimizer.state_dict()),
-        "play_weights": play_copy,
-        "pending_plays": [{"version": played_by, "weights": copied} for played_by, _, copied in pending],
+        "pending_plays": [
+            {"version": played_by, "weights": _detached(weights)} for played_by, weights in pending_plays or []
+        ],
         "trainer_rng": trainer.rng.getstate(),
         "trainer_steps": trainer.steps,
         "replay_window": trainer.window_state(),
@@ -187,7 +177,7 @@ def write_checkpoint(state: dict[str, Any], path: str | os.PathLike[str]) -> Non
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Load and check a run checkpoint (``weights_only=True``), upgraded to this asp's format.
+    """Load and check a run checkpoint (``weights_only=True``).
 
     :raises RunError: naming the path, if it is missing, truncated, not an asp run checkpoint,
         or holds a config that this asp cannot read.
@@ -200,25 +190,29 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     except Exception as e:  # truncated zip, foreign pickle...: all mean "not a usable checkpoint"
         first_line = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()[0][:200] if str(e) else ""
         raise RunError(f"{path}: not a readable checkpoint ({type(e).__name__}: {first_line})") from None
-    if not isinstance(data, dict) or data.get("format") not in _FORMATS:
+    if isinstance(data, dict) and data.get("format") == _OLDER_FORMAT:
+        raise RunError(
+            f"{path}: a TinyChess run of an older asp (format {_OLDER_FORMAT}), which this asp does not read: "
+            "train a new run"
+        )
+    if not isinstance(data, dict) or data.get("format") != GAME_FORMAT:
         raise RunError(f"{path}: not an asp run checkpoint")
-    expected = _FORMATS[data["format"]]
-    if data.get("format_version") != expected:
-        older = data["format"] == LEGACY_FORMAT and data.get("format_version") == 1
-        why = " (made by an older asp, whose network reads no attacked-squares planes)" if older else ""
-        raise RunError(f"{path}: checkpoint format version {data.get('format_version')!r}, expected {expected}{why}")
+    if data.get("format_version") != GAME_FORMAT_VERSION:
+        raise RunError(
+            f"{path}: checkpoint format version {data.get('format_version')!r}, expected {GAME_FORMAT_VERSION}"
+        )
     try:
         run_config_of(data)
     except (ConfigError, KeyError, TypeError) as e:
         raise RunError(f"{path}: its run config is not one this asp reads ({type(e).__name__}: {e})") from None
     _check_fields(path, data)
-    _upgrade(data)
     return data
 
 
 def _check_fields(path: Path, data: dict[str, Any]) -> None:
-    """RunError naming the field unless the checkpoint's counters are ints in range and its
-    weights are a mapping (``trainer_steps`` may be absent: play and eval need none)."""
+    """RunError naming the field unless the checkpoint's counters are ints in range, its
+    weights a mapping and its pending plays a list of ``{"version": int, "weights": mapping}``
+    (``trainer_steps`` may be absent: play and eval need none)."""
     for name, high in _COUNTS:
         if name == "trainer_steps" and name not in data:
             continue
@@ -227,24 +221,15 @@ def _check_fields(path: Path, data: dict[str, Any]) -> None:
             raise RunError(f"{path}: checkpoint field {name} must be an int in 0..{high}, got {value!r}")
     if not isinstance(data.get("model"), dict):
         raise RunError(f"{path}: checkpoint holds no model weights")
-
-
-def _upgrade(data: dict[str, Any]) -> None:
-    """Bring a checked checkpoint of an older asp, in place, to the fields this one writes.
-
-    Written before ``pending_plays`` existed, a checkpoint has only ``play_weights``: the next
-    iteration's, one version older than the checkpoint's (or None, when sequential).
-    """
-    if "pending_plays" not in data:
-        weights = data.get("play_weights")
-        data["pending_plays"] = [] if weights is None else [{"version": data["version"] - 1, "weights": weights}]
+    plays = data.get("pending_plays")
+    if not isinstance(plays, list) or not all(
+        isinstance(p, dict) and type(p.get("version")) is int and isinstance(p.get("weights"), dict) for p in plays
+    ):
+        raise RunError(f"{path}: checkpoint field pending_plays must be a list of {{version: int, weights: mapping}}")
 
 
 def run_config_of(state: dict[str, Any]) -> GameRunConfig:
-    """The run config of a checkpoint that :func:`load_checkpoint` returned (an older asp's
-    TinyChess run: as :func:`asp.app.legacy.from_legacy` reads it)."""
-    if state.get("format") == LEGACY_FORMAT:
-        return from_legacy(state["config"])
+    """The run config of a checkpoint that :func:`load_checkpoint` returned."""
     return GameRunConfig.from_dict(state["config"])
 
 
@@ -336,13 +321,10 @@ def restore_checkpoint(
     differ from the config the checkpoint holds: a resumed run may be made longer or shorter.
 
     :raises RunError: naming the path, if the checkpoint does not load (see
-        :func:`load_checkpoint`), is an older asp's TinyChess run, holds another config, or
-        does not fit its config.
+        :func:`load_checkpoint`), holds another config, or does not fit its config.
     """
     path = Path(path)
     state = load_checkpoint(path)
-    if state["format"] == LEGACY_FORMAT:
-        raise RunError(f"{path}: {NOT_RESUMED}")
     if dataclasses.replace(run_config_of(state), iterations=cfg.iterations) != cfg:
         raise RunError(f"{path}: holds another run config than the one to resume with")
     plays: list[tuple[int, torch.nn.Module]] = []

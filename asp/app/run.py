@@ -23,7 +23,6 @@ from typing import Any
 
 from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
 from asp.app.game_config import GameRunConfig
-from asp.app.legacy import LEGACY_FORMAT, NOT_RESUMED, is_legacy
 from asp.app.outputs import writing
 from asp.atomic import write_text_atomic
 
@@ -68,22 +67,15 @@ class RunDir:
         """The config the run was started with (from its checkpoint, else config.json), to
         resume it.
 
-        :raises RunError: no run there, a config that does not read, or an older asp's
-            TinyChess run (:mod:`asp.app.legacy`: it does not resume).
+        :raises RunError: no run there, or a checkpoint or config that this asp does not read.
         """
         if self.checkpoint.exists():
-            state = load_checkpoint(self.checkpoint)
-            if state["format"] == LEGACY_FORMAT:
-                raise RunError(f"{self.path}: {NOT_RESUMED}")
-            return run_config_of(state)
+            return run_config_of(load_checkpoint(self.checkpoint))
         config = self.path / "config.json"
         if not config.exists():
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
         try:
-            data = json.loads(config.read_text())
-            if is_legacy(data):
-                raise RunError(f"{self.path}: {NOT_RESUMED}")
-            return GameRunConfig.from_dict(data)
+            return GameRunConfig.from_dict(json.loads(config.read_text(encoding="utf-8")))
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise RunError(f"{config}: not a run config ({type(e).__name__}: {e})") from None
 

@@ -204,7 +204,6 @@ class _Saver:
             cfg,
             next_iteration=report.iteration + 1,
             version=report.version_trained + 1,
-            play_weights=pending[0][1] if pending else None,
             pending_plays=pending,
         )
         report.extra["time/loop_stall_max"] = watch.take()

@@ -83,15 +83,9 @@ def train_config(args: argparse.Namespace) -> tuple[GameRunConfig, dict[str, Any
     from asp.app.config_file import read_config_file
     from asp.app.game_config import defaults_for, network_config
     from asp.app.games import TINYCHESS, load_game
-    from asp.app.legacy import from_legacy, is_legacy
     from asp.tinychess.game import TinyChessGame
 
     given = read_config_file(args.config) if args.config else {}
-    if is_legacy(given):  # an older asp's TinyChess run: the run this asp plays it as
-        try:
-            given = from_legacy(given).to_dict()
-        except ConfigError as e:
-            raise ConfigError(f"--config {args.config}: {e}") from None
     game = args.game or given.get("game", TINYCHESS)
     if not isinstance(game, str):
         raise ConfigError(f"--config {args.config}: game must be a game's name or MODULE:ATTR, got {game!r}")
