@@ -5,6 +5,11 @@ The hierarchy::
     AspError
      +-- ConfigError (also a ValueError)     an option or config field is out of range
      +-- ShardFailed                         a shard failed on every attempt it was allowed
+     +-- NotRetried                          a failure that another attempt would only repeat
+     |    +-- GameError (also a ValueError)  a game broke a rule of the protocol (asp.games.Game)
+     |    +-- NonFiniteError (also an ArithmeticError)
+     |                                       a network's output, or a training loss, is NaN or infinite
+     +-- IterationFailed                     an iteration of a run stopped on a NotRetried failure
      +-- ShardCancelled                      raised inside a worker when its shard is cancelled
      +-- ClosedError (also a RuntimeError)   a SelfPlay was used after it was closed
      +-- LoopError (also a RuntimeError)     a SelfPlay was called from another event loop than its own
@@ -16,7 +21,10 @@ __all__ = [
     "AspError",
     "ClosedError",
     "ConfigError",
+    "GameError",
+    "IterationFailed",
     "LoopError",
+    "NonFiniteError",
     "NotRetried",
     "PlayExited",
     "ShardCancelled",
@@ -62,6 +70,35 @@ class NotRetried(AspError):
     """A failure of a play function that another attempt would only repeat (an engine that
     cannot start, a file that is missing): raised in a worker, it fails its call at once
     with :class:`ShardFailed` (``error`` is this exception), without retries."""
+
+
+class GameError(NotRetried, ValueError):
+    """A game broke a rule of the protocol (:class:`asp.games.Game`) that asp relies on: an
+    action outside ``range(action_size)``, no legal action at a position whose game goes on, a
+    network output of the wrong shape. The message is one line that names the game, the method
+    and the rule broken (:mod:`asp.games.protocol` checks them)."""
+
+
+class NonFiniteError(NotRetried, ArithmeticError):
+    """A network gave a NaN or infinite output, or training a non-finite loss or gradient: the
+    message is one line that names the game and where (the model's version in play; training
+    raises it before the optimizer's step)."""
+
+
+class IterationFailed(AspError):
+    """An iteration of a run stopped on a failure that another attempt would only repeat
+    (:class:`NotRetried`: a game that breaks the protocol, a network that outputs NaN), in its
+    self-play, its training or its evaluation: ``iteration K: `` and that failure's message."""
+
+    def __init__(self, iteration: int, error: NotRetried) -> None:
+        super().__init__(f"iteration {iteration}: {error}")
+        self.iteration = iteration
+        """The iteration that stopped (counted from the run's first, 0)."""
+        self.error = error
+        """The failure."""
+
+    def __reduce__(self) -> tuple[type[IterationFailed], tuple[int, NotRetried]]:
+        return type(self), (self.iteration, self.error)
 
 
 class ShardCancelled(AspError):

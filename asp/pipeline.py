@@ -64,7 +64,7 @@ import structlog
 from torch import nn
 
 from asp.checks import check_int
-from asp.errors import AspError
+from asp.errors import AspError, IterationFailed, NotRetried, ShardFailed
 from asp.selfplay import SelfPlay, ShardResult
 from asp.shards import collect_games
 from asp.shield import finish_in_thread, wait_out
@@ -246,7 +246,12 @@ class Pipeline:
                 task.set_name(f"asp-play-{iteration}")
             played = _Played(iteration, version, weights)
             run.begun.append(played)
-            played.records, played.stats = await self._play(iteration, version, weights)
+            try:
+                played.records, played.stats = await self._play(iteration, version, weights)
+            except ShardFailed as e:
+                if isinstance(e.error, NotRetried):  # a broken game, a network that outputs NaN
+                    raise IterationFailed(iteration, e.error) from e
+                raise
             played.ended = time.perf_counter()
             run.done.put_nowait(played)
 
@@ -282,6 +287,9 @@ class Pipeline:
         :raises AspError: when an iteration's games lack an id of ``cfg.first_game ..
             cfg.first_game + cfg.n_games - 1`` or have one outside it (of an id that comes
             twice, the first record is kept).
+        :raises IterationFailed: when an iteration's self-play or training fails in a way that
+            another attempt would only repeat (:class:`~asp.errors.NotRetried`: a game that
+            breaks the protocol, a network that outputs NaN); its report is never yielded.
         """
         version = start if version is None else version
         resumed = list(first_plays or [])
@@ -328,7 +336,10 @@ class Pipeline:
             None, contextvars.copy_context().run, functools.partial(self.train, done.records)
         )
         interrupted = await wait_out(training, on_cancel=player.cancel)
-        return training.result(), interrupted
+        try:
+            return training.result(), interrupted
+        except NotRetried as e:
+            raise IterationFailed(done.iteration, e) from e
 
     async def _publish(self, run: _Run, done: _Played, version: int) -> nn.Module:
         """Make the model, just trained on ``done``, the newest weights that self-play takes,

@@ -26,6 +26,7 @@ from pipeline_helpers import IdConfig, id_play
 from torch import nn
 
 from asp import AspError, ConfigError, IterationReport, Pipeline, SelfPlay
+from asp.errors import IterationFailed, NonFiniteError
 from asp.games import PlayConfig
 from asp.testing import FaultConfig, fault_play
 from asp.tinychess import ModelConfig, TinyChess, TinyChessGame
@@ -380,6 +381,23 @@ async def test_an_error_in_train_stops_the_run_and_the_play_in_flight(chess_pool
     assert play_tasks() == []
     records, _ = await chess_pool.play(tiny(), None, chess_cfg(9, 0))
     assert ids(records) == list(range(9 * N, 10 * N))
+
+
+@pytest.mark.timeout(120)
+@module_loop
+async def test_a_training_failure_that_another_attempt_would_repeat_names_its_iteration(echo_pool: SelfPlay) -> None:
+    def train(records: list[Any]) -> dict[str, Any]:
+        if min(ids(records)) >= N:  # iteration 1's games
+            raise NonFiniteError("tictactoe: network: training gave a non-finite loss")
+        return {}
+
+    reported: list[int] = []
+    with pytest.raises(IterationFailed) as error:
+        async for report in Pipeline(echo_pool, tiny(), train=train, play_cfg=echo_cfg).run(3):
+            reported.append(report.iteration)
+    assert str(error.value) == "iteration 1: tictactoe: network: training gave a non-finite loss"
+    assert reported == [0] and error.value.iteration == 1 and isinstance(error.value.error, NonFiniteError)
+    assert play_tasks() == []
 
 
 def faulty_from_1(fault: str) -> Callable[[int, int], FaultConfig]:

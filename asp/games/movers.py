@@ -28,6 +28,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from asp.games.checked import legal_actions
+
 __all__ = ["BaseMover", "RandomMover"]
 
 
@@ -54,5 +56,5 @@ class RandomMover(BaseMover):
     opponent_name = "random"
 
     def choose(self, game: Any, state: Any, rng: random.Random) -> int:
-        actions = game.actions(state)
+        actions = legal_actions(game, state)
         return int(actions[rng.randrange(len(actions))])

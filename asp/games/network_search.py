@@ -1,7 +1,9 @@
 """A :class:`~asp.games.Game` and its network as the search's :class:`~asp.search.SearchGame`.
 
 The search asks the game for its rules (status, actions, apply) and the network for each
-batch of new positions: one :meth:`Game.encode` and one forward pass per call.
+batch of new positions: one :meth:`Game.encode` and one forward pass per call. Both answers are
+checked against the protocol (:mod:`asp.games.checked`) before the search, which knows no
+game, takes them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from asp.games.checked import legal_actions, network_output
 from asp.games.protocol import Game, State
 from asp.search import Status
 
@@ -24,12 +27,17 @@ class NetworkSearch(Generic[State]):
 
     ``evaluations`` and ``boards`` count the network calls and the positions they carried:
     the batch occupancy of searches capped at ``batch`` positions a call is
-    ``boards / (evaluations * batch)``.
+    ``boards / (evaluations * batch)``. ``who`` says whose network it is in a message.
+
+    :raises GameError: from :meth:`actions` and :meth:`evaluate`, where the game or its
+        network breaks the protocol (:mod:`asp.games.checked`).
+    :raises NonFiniteError: from :meth:`evaluate`, where the network's output is not finite.
     """
 
-    def __init__(self, game: Game[State], net: nn.Module) -> None:
+    def __init__(self, game: Game[State], net: nn.Module, *, who: str = "the network") -> None:
         self.game = game
         self.net = net
+        self.who = who
         self.evaluations = 0
         self.boards = 0
 
@@ -37,14 +45,14 @@ class NetworkSearch(Generic[State]):
         return self.game.status(state)
 
     def actions(self, state: State) -> Sequence[int]:
-        return self.game.actions(state)
+        return legal_actions(self.game, state)
 
     def apply(self, state: State, action: int) -> State:
         return self.game.apply(state, action)
 
     def evaluate(self, states: Sequence[State]) -> tuple[list[np.ndarray], list[float]]:
         with torch.inference_mode():
-            logits, values = self.net(self.game.encode(states))
+            logits, values = network_output(self.game, self.net, self.game.encode(states), len(states), who=self.who)
         self.evaluations += 1
         self.boards += len(states)
-        return list(logits.float().numpy()), values.float().tolist()
+        return list(logits), values.tolist()

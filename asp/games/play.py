@@ -40,6 +40,7 @@ from torch import nn
 
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
+from asp.games.checked import legal_actions, legal_choices, network_output
 from asp.games.network_search import NetworkSearch
 from asp.games.protocol import (
     Game,
@@ -175,7 +176,7 @@ class _Game(Generic[State]):
         for _ in range(cfg.random_plies):
             if outcome(game, self.state) is not None:
                 break
-            actions = game.actions(self.state)
+            actions = legal_actions(game, self.state)
             self.state = game.apply(self.state, actions[opening.randrange(len(actions))])
         self.start = game.state_text(self.state) if cfg.random_plies or not self.start else self.start
         self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
@@ -283,15 +284,19 @@ class _Side:
     temperature: float
     search: SearchConfig | None
     mover: Mover | None
+    who: str
+    """Whose network it is, for a message: ``the model, version 3``."""
 
     @staticmethod
     def of(model: nn.Module, opp: nn.Module | None, cfg: PlayConfig) -> list[_Side]:
         """The model's side, then the opponent's if there is one."""
-        sides = [_Side(model, True, cfg.temperature, cfg.search, model if isinstance(model, Mover) else None)]
+        mover = model if isinstance(model, Mover) else None
+        sides = [_Side(model, True, cfg.temperature, cfg.search, mover, f"the model, version {cfg.model_version}")]
         if opp is not None:
             temperature = cfg.temperature if cfg.opponent_temperature is None else cfg.opponent_temperature
             mover = opp if isinstance(opp, Mover) else None
-            sides.append(_Side(opp, False, temperature, cfg.opponent_search, mover))
+            who = f"the opponent, version {cfg.opponent_version}"
+            sides.append(_Side(opp, False, temperature, cfg.opponent_search, mover, who))
         return sides
 
 
@@ -311,7 +316,7 @@ class _Step(Generic[State]):
         rows = packed(game, [g.state for g in kept]) if kept else None
         for i, g in enumerate(kept):
             assert rows is not None
-            g.keep(rows[i], game.actions(g.state), game.to_move(g.state))
+            g.keep(rows[i], legal_actions(game, g.state), game.to_move(g.state))
         for side in self.sides:
             if rows_of[side.is_model]:
                 self._side_moves(side, rows_of[side.is_model], rows if side.is_model else None)
@@ -332,19 +337,19 @@ class _Step(Generic[State]):
                 g.push(game, action, None, side.is_model)
         elif side.search is not None:
             if side.is_model not in self.searches:
-                search = NetworkSearch(game, side.net)
+                search = NetworkSearch(game, side.net, who=side.who)
                 self.searches[side.is_model] = Searches(search, side.search, batch=self.cfg.batch_size)
             for g in games:
                 g.searching = True
                 self.searches[side.is_model].start(g, search_root(game, g.state), g.rng)
         else:
             encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
-            logits, _ = side.net(encoded)
+            logits, _ = network_output(game, side.net, encoded, len(games), who=side.who)
             wins = [game.status(g.state).winning if self.cfg.take_wins else () for g in games]
             choices = [won or game.actions(g.state) for g, won in zip(games, wins, strict=True)]
+            actions, counts = legal_choices(game, [g.state for g in games], choices)
             # The logits of every game's choices, gathered in one indexing of one array.
-            rows = np.repeat(np.arange(len(games)), [len(c) for c in choices])
-            values = logits.float().cpu().numpy()[rows, list(itertools.chain.from_iterable(choices))].tolist()
+            values = logits[np.repeat(np.arange(len(games)), counts), actions].tolist()
             start = 0
             for g, won, options in zip(games, wins, choices, strict=True):
                 row, start = values[start : start + len(options)], start + len(options)

@@ -38,7 +38,8 @@ import torch
 from torch import nn
 
 from asp.checks import check_bool, check_int, check_number
-from asp.errors import ConfigError
+from asp.errors import ConfigError, NonFiniteError
+from asp.games.checked import output_shapes
 from asp.games.protocol import Game, unpacked
 from asp.games.records import Record, Samples
 
@@ -230,7 +231,12 @@ class Trainer:
             self.window.append(TrainSamples(**part))
 
     def train(self, records: Sequence[Record]) -> dict[str, Any]:
-        """Learn from ``records``; return metrics averaged over the gradient steps."""
+        """Learn from ``records``; return metrics averaged over the gradient steps.
+
+        :raises GameError: the network's output breaks the protocol (:mod:`asp.games.checked`).
+        :raises NonFiniteError: a step's loss or gradient is NaN or infinite: that step is not
+            taken (the model keeps the steps of this call before it).
+        """
         started = time.perf_counter()
         fresh = make_samples(records, self.cfg)
         self.window.append(fresh)
@@ -239,14 +245,16 @@ class Trainer:
         steps = 0
         if len(samples):
             self.model.train()
-            order = list(range(len(samples)))
-            for _ in range(self.cfg.epochs):
-                self.rng.shuffle(order)
-                for start in range(0, len(order), self.cfg.batch_size):
-                    for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
-                        totals[key] = totals.get(key, 0.0) + value
-                    steps += 1
-            self.model.eval()
+            try:
+                order = list(range(len(samples)))
+                for _ in range(self.cfg.epochs):
+                    self.rng.shuffle(order)
+                    for start in range(0, len(order), self.cfg.batch_size):
+                        for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
+                            totals[key] = totals.get(key, 0.0) + value
+                        steps += 1
+            finally:
+                self.model.eval()
         self.steps += steps
         metrics: dict[str, Any] = {key: value / steps for key, value in totals.items()}
         newest = int(samples.versions.max()) if len(samples) else 0
@@ -288,7 +296,7 @@ class Trainer:
         device = self.device
         features, actions, target, valid, z = (t.to(device) for t in self._batch(samples, rows))
         target = target / target.sum(dim=1, keepdim=True).clamp(min=1e-8)
-        logits, value = self.model(features)
+        logits, value = output_shapes(self.game, self.model(features), len(rows))
         legal_logits = logits.float().gather(1, actions).masked_fill(~valid, -torch.inf)
         logp = torch.log_softmax(legal_logits, dim=1).masked_fill(~valid, 0.0)
         policy_loss = -(target * logp).sum(dim=1).mean()
@@ -297,6 +305,8 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.max_grad_norm)
+        if not bool(torch.isfinite(loss) & torch.isfinite(grad_norm)):
+            raise self._non_finite(policy_loss.detach(), value_loss.detach(), grad_norm)
         self.optimizer.step()
         entropy = -(logp.exp() * logp).sum(dim=1).mean()
         target_entropy = -(target * target.clamp(min=1e-12).log()).sum(dim=1).mean()
@@ -309,3 +319,12 @@ class Trainer:
             "train/grad_norm": grad_norm,
         }
         return {key: float(value.detach()) for key, value in figures.items()}
+
+    def _non_finite(self, policy: torch.Tensor, value: torch.Tensor, grad_norm: torch.Tensor) -> NonFiniteError:
+        """The error of a step whose loss or gradient is not finite, which is not taken."""
+        what = "gradient" if bool(torch.isfinite(policy) & torch.isfinite(value)) else "loss"
+        return NonFiniteError(
+            f"{self.game.name}: network: training gave a non-finite {what} (policy loss {policy.item():.4g}, "
+            f"value loss {value.item():.4g}, gradient norm {grad_norm.item():.4g}); the step was not taken: "
+            "a network's outputs must be finite"
+        )

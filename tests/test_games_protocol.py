@@ -1,0 +1,139 @@
+"""What asp checks of a user's game (asp.games.protocol): a game that breaks a rule of the
+protocol, or a network whose output is not finite, stops play, search and training alike
+with one line that names the game, the method and the rule, never an error from inside asp.
+The games are tic-tac-toe with one thing broken each (tests/broken_games.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import broken_games
+import pytest
+import torch
+
+from asp import SelfPlay
+from asp.errors import GameError, NonFiniteError, NotRetried, ShardFailed
+from asp.games import PlayConfig, TrainConfig, Trainer, play_games
+from asp.search import SearchConfig
+from examples.tictactoe import TicTacToe
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MODES = ["policy", "search"]
+"""Play without search (the network's policy), and with it."""
+
+
+def play(game: Any, mode: str, **fields: Any) -> None:
+    torch.manual_seed(0)
+    search = SearchConfig(4) if mode == "search" else None
+    play_games(game.network(), None, PlayConfig(game, n_games=4, batch_size=4, search=search, **fields))
+
+
+def train(game: Any, net: torch.nn.Module) -> None:
+    """Train ``net``, a network of ``game``, on sound games of tic-tac-toe."""
+    good = TicTacToe()
+    torch.manual_seed(0)
+    records, _ = play_games(good.network(), None, PlayConfig(good, n_games=4, search=SearchConfig(4)))
+    Trainer(net, game, TrainConfig(device="cpu")).train(records)
+
+
+def parameters(net: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: p.detach().clone() for name, p in net.named_parameters()}
+
+
+def one_line(error: pytest.ExceptionInfo[BaseException], start: str, *parts: str) -> str:
+    message = str(error.value)
+    assert "\n" not in message and message.startswith(start), message
+    for part in parts:
+        assert part in message, message
+    return message
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("game", "action"), [(broken_games.OutOfRange(), "9"), (broken_games.Negative(), "-1")])
+def test_an_action_out_of_range_is_named_with_the_rule(game: Any, action: str, mode: str) -> None:
+    with pytest.raises(GameError) as error:
+        play(game, mode)
+    one_line(error, "tictactoe: actions gave action ", action, "outside range(9)", "range(action_size)")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_no_action_where_the_game_goes_on_is_named_with_the_rule(mode: str) -> None:
+    with pytest.raises(GameError) as error:
+        play(broken_games.NoActions(), mode)
+    one_line(error, "tictactoe: actions gave no action at ", "status says the game goes on", "must be over")
+
+
+def test_random_plies_and_the_random_mover_meet_the_same_check() -> None:
+    game = broken_games.NoActions()
+    with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
+        play(game, "policy", random_plies=4)
+    with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
+        play_games(game.network(), game.movers()["random"], PlayConfig(game, n_games=2))
+
+
+NETWORKS = {
+    "wide logits": (broken_games.WideLogits(), "logits of shape (4, 10)"),
+    "narrow logits": (broken_games.NarrowLogits(), "logits of shape (4, 8)"),
+    "value (B, 1)": (broken_games.ColumnValue(), "a value of shape (4, 1)"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("broken", list(NETWORKS))
+def test_a_network_output_of_the_wrong_shape_is_named_with_the_rule_in_play(broken: str, mode: str) -> None:
+    game, gave = NETWORKS[broken]
+    with pytest.raises(GameError) as error:
+        play(game, mode)
+    rule = "must give logits of shape (4, 9) (positions, action_size) and a value of shape (4,)"
+    one_line(error, "tictactoe: network gave ", gave, rule)
+
+
+@pytest.mark.parametrize("broken", list(NETWORKS))
+def test_a_network_output_of_the_wrong_shape_is_named_with_the_rule_in_training(broken: str) -> None:
+    game, _ = NETWORKS[broken]
+    with pytest.raises(GameError) as error:
+        train(game, game.network())
+    one_line(error, "tictactoe: network gave ", "(positions, action_size)")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(("game", "what"), [(broken_games.NaNOutputs(), "logits"), (broken_games.NaNValue(), "value")])
+def test_a_network_that_outputs_nan_stops_play(game: Any, what: str, mode: str) -> None:
+    with pytest.raises(NonFiniteError) as error:
+        play(game, mode)
+    one_line(error, "tictactoe: network (the model, version 0) gave ", f"NaN {what}", "outputs must be finite")
+
+
+@pytest.mark.parametrize("game", [broken_games.NaNOutputs(), broken_games.NaNValue()])
+def test_a_non_finite_loss_stops_training_before_its_step(game: Any) -> None:
+    net = game.network()
+    before = parameters(net)
+    with pytest.raises(NonFiniteError) as error:
+        train(game, net)
+    one_line(error, "tictactoe: network: training gave a non-finite loss", "the step was not taken")
+    after = parameters(net)  # the first step raised: the optimizer never stepped
+    assert all(torch.equal(before[name], after[name]) for name in before)
+
+
+def test_the_checks_leave_a_sound_game_alone() -> None:
+    game = TicTacToe()
+    for mode in MODES:
+        play(game, mode, max_plies=9)
+    net = game.network()
+    before = parameters(net)
+    train(game, net)
+    after = parameters(net)
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.asyncio
+async def test_in_a_worker_a_broken_game_fails_the_call_at_once_not_retried() -> None:
+    game = broken_games.OutOfRange()
+    async with SelfPlay(workers=1, retries=2) as selfplay:
+        with pytest.raises(ShardFailed, match="failed after 1 attempt") as error:
+            await selfplay.play(game.network(), None, PlayConfig(game, n_games=2))
+    assert isinstance(error.value.error, GameError) and isinstance(error.value.error, NotRetried)
+    assert str(error.value.error).startswith("tictactoe: actions gave action 9 at ")
