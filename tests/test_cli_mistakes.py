@@ -84,6 +84,16 @@ def metrics_a_directory(run: Path) -> None:
     (run / "metrics.jsonl").mkdir()
 
 
+def metrics_damaged(damage: bytes) -> Callable[[Path], None]:
+    """Append ``damage`` to the run's metrics.jsonl (two whole lines, 0 and 1)."""
+
+    def damaged(run: Path) -> None:
+        with open(run / "metrics.jsonl", "ab") as f:
+            f.write(damage)
+
+    return damaged
+
+
 def games_a_directory(run: Path) -> None:
     (run / "games" / "iter-0002.jsonl").mkdir()
 
@@ -227,6 +237,25 @@ CASES = {
         RESUME, ("iter-0002.jsonl", "directory"), spoiled_run(games_a_directory)
     ),
     "train: games is a file": Case(RESUME, ("games", "not a directory"), spoiled_run(games_a_file)),
+    # a damaged metrics.jsonl: once a UnicodeDecodeError or a KeyError, or the lines after it dropped
+    "resume a run whose metrics end in bytes that are not text": Case(
+        RESUME, ("metrics.jsonl: line 3 is not text (UTF-8)",), spoiled_run(metrics_damaged(b"\xff\xfe"))
+    ),
+    "resume a run with a metrics line that is a list": Case(
+        RESUME, ("metrics.jsonl: line 3 is a JSON list",), spoiled_run(metrics_damaged(b"[1, 2]\n{}\n"))
+    ),
+    "resume a run with a metrics line without its iteration": Case(
+        RESUME, ("metrics.jsonl: line 3: field iteration is missing",), spoiled_run(metrics_damaged(b"{}\n"))
+    ),
+    "ladder of a run with negative counts in its metrics": Case(
+        ("eval", "{tmp}/run", "--ladder"),
+        ("metrics.jsonl: line 3: field eval/losses must be an int >= 0, got -3",),
+        spoiled_run(
+            metrics_damaged(
+                b'{"iteration": 2, "eval/version": 2, "eval/wins": 1, "eval/draws": 0, "eval/losses": -3}\n'
+            )
+        ),  # fmt: skip
+    ),
     # asp train --resume: everything is checked before any file changes
     "resume a checkpoint with next_iteration -5": Case(
         RESUME, ("next_iteration", "-5"), spoiled(next_iteration_negative)

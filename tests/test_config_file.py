@@ -4,6 +4,7 @@ defaults and under the options; a run's own config.json reproduces it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -45,8 +46,10 @@ def test_every_setting_round_trips_through_the_printed_config(
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))  # examples/
     text = printed(capsys, *options)
     (tmp_path / "run.toml").write_text(text)
-    assert config("--config", "run.toml") == config(*options)
-    assert printed(capsys, "--config", "run.toml") == text
+    # A game of one's own module, named by the file: imported where the user asks.
+    trust = ("--trust-game",) if any(o.startswith("examples.") for o in options) else ()
+    assert config("--config", "run.toml", *trust) == config(*options)
+    assert printed(capsys, "--config", "run.toml", *trust) == text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.toml"]
 
 
@@ -100,3 +103,49 @@ def test_values_toml_has_no_plain_form_for_are_written_so_that_they_read_back() 
     assert math.isnan(config_from_text(config_text({"n": math.nan}), "f.toml")["n"])
     with pytest.raises(ConfigError, match="unknown key 'z'"):
         merged({"t": {"x": 1}}, {"t": {"z": 2}}, "f.toml")
+
+
+def test_a_config_with_characters_outside_the_bmp_is_printed_so_that_it_reads_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # once written as JSON's surrogate pairs ("\ud83d\ude00"), which TOML refuses
+    monkeypatch.chdir(tmp_path)
+    Path("engine.toml").write_text(
+        '[eval_engine]\npath = "/opt/\U0001f600 caf\xe9\\u007f/stockfish"\n', encoding="utf-8"
+    )
+    text = printed(capsys, "--config", "engine.toml")
+    assert text.isascii() and 'path = "/opt/\\U0001F600 caf\\u00E9\\u007F/stockfish"\n' in text
+    Path("run.toml").write_text(text)
+    assert config("--config", "run.toml") == config("--config", "engine.toml")
+    assert config("--config", "run.toml").eval_engine.path == "/opt/\U0001f600 caf\xe9\x7f/stockfish"
+
+
+def test_a_network_config_with_a_tuple_field_is_printed_as_an_array() -> None:
+    from asp.app.game_config import GameRunConfig, defaults_for
+
+    cfg = dataclasses.replace(defaults_for("connect4"), network={"layers": (32, 16), "names": ["a", "b"]})
+    back = config_from_text(config_text(cfg.to_dict()), "run.toml")
+    assert back["network"] == {"layers": [32, 16], "names": ["a", "b"]}
+    assert GameRunConfig.from_dict(back) == dataclasses.replace(cfg, network=back["network"])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"network": {"layers": (1, None)}}, "--print-config: network.layers[1]: no TOML value for None"),
+        ({"game": "mod\udcff:Game"}, "--print-config: game: 'mod\\udcff:Game' holds a lone surrogate (U+DCFF)"),
+        ({"network": {"f": object}}, "--print-config: network.f: no TOML value for <class 'object'> (a type)"),
+    ],
+)
+def test_a_value_toml_cannot_hold_is_one_error_naming_its_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_text(data)
+    assert str(raised.value) == message or str(raised.value).startswith(message), str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["run.toml", "config.json"])
+def test_a_byte_order_mark_before_the_file_is_skipped(name: str, tmp_path: Path) -> None:
+    file = tmp_path / name
+    text = '{"game": "connect4", "games": 7}' if name.endswith(".json") else 'game = "connect4"\ngames = 7\n'
+    file.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert (config("--config", str(file)).game, config("--config", str(file)).games) == ("connect4", 7)

@@ -153,6 +153,38 @@ def test_bad_engine_options_are_usage_errors_naming_the_option(
     assert named in usage_error(capsys, [str(runs[0]), *options])
 
 
+@pytest.mark.parametrize("version", ["-1", "abc", "", "\u00b2", "3.0"])
+def test_a_version_that_is_no_int_is_named_as_such(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str], version: str
+) -> None:
+    # once: "no checkpoint there", as if RUN@VERSION were a file's name
+    run = str(runs[0])
+    for argv in ([f"{run}@{version}"], [run, "--vs", f"{run}@{version}"]):
+        err = usage_error(capsys, argv)
+        assert err == (
+            f"asp eval: {run}@{version}: VERSION must be a version that {run} keeps, an int >= 0 (it keeps: none), "
+            f"got {version!r}"
+        )
+
+
+@pytest.mark.parametrize("vs", ["winblock", "greedyy"])
+def test_a_mover_the_game_does_not_have_is_named_with_the_movers_it_has(
+    runs: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    vs: str,
+) -> None:
+    # once: "winblock: no checkpoint there", where --vs greedy of a Connect Four run listed its movers
+    monkeypatch.chdir(tmp_path)
+    err = usage_error(capsys, [str(runs[0]), "--vs", vs])
+    assert (
+        err
+        == f"asp eval: --vs {vs}: not an opponent of tinychess; its movers: random, greedy, stockfish, uci, or a RUN"
+    )
+    assert usage_error(capsys, [str(runs[0]), "--vs", f"./{vs}"]).endswith(f"{vs}: no checkpoint there")  # a path
+
+
 def test_a_missing_engine_is_a_one_line_usage_error(
     runs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

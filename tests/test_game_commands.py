@@ -129,7 +129,7 @@ def test_eval_play_show_and_moves_read_the_runs_game(
     assert sorted(p.name for p in (tmp_path / "boards").iterdir()) == [f"ply-{k:03d}.svg" for k in range(plies + 1)]
     ElementTree.parse(tmp_path / "boards" / f"ply-{plies:03d}.svg")
     positions = tmp_path / "positions.txt"
-    positions.write_text("4453 WDLL-DD\n\n445566\n")
+    positions.write_text("4453 -2\n\n445566\n")  # COLUMNS SCORE, as the solver test sets write them
     assert main(["moves", run, "--positions", str(positions)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[0] == "4453" and out[0].split()[1] in "1234567"
@@ -202,6 +202,58 @@ def test_a_mistake_about_a_game_run_is_one_line(
     cases.append((["show", str(binary)], "line 1 is not JSON: not an asp games file"))
     for args, text in cases:
         one_line_error((main(args), capsys.readouterr().err), text)
+
+
+C4_RECORD = {"game": "connect4", "start": "", "actions": [3, 3, 4]}
+"""A record of Connect Four, as ``asp play`` writes one (the fields ``asp show`` reads)."""
+
+
+@pytest.mark.parametrize(
+    ("lines", "argv", "text"),
+    [
+        # once: an UnboundLocalError, an AttributeError, an OverflowError; and 2.7 and true played as 2 and 1
+        ([C4_RECORD], ["--game", "0"], "--game must be 1 or more (the games of {path} count from 1), got 0"),
+        ([C4_RECORD], ["--game", "-3"], "--game must be 1 or more"),
+        ([C4_RECORD], ["--game", "2"], "{path}: holds 1 game(s), not 2"),
+        ([C4_RECORD | {"start": 5}], [], "{path}: line 1 is not a game record of asp: field start must be a position"),
+        (
+            [C4_RECORD | {"actions": [3, 1e400]}],
+            [],
+            "line 1 is not a game record of asp: field actions must be a list of ints: actions[1] is inf",
+        ),  # fmt: skip
+        ([C4_RECORD | {"actions": [2.7]}], [], "field actions must be a list of ints: actions[0] is 2.7"),
+        ([C4_RECORD | {"actions": [True]}], [], "field actions must be a list of ints: actions[0] is True"),
+        ([C4_RECORD | {"actions": "334"}], [], "field actions must be a list of ints, got '334'"),
+        ([C4_RECORD | {"game": 4}], [], "field game must be the game's name (a string), got 4"),
+        (
+            [C4_RECORD, [1, 2]],
+            ["--game", "2"],
+            "{path}: line 2 is not a game record of asp: a JSON list, not an object",
+        ),
+        ([5], [], "{path}: line 1 is not a game record of asp: a JSON int, not an object"),
+        ([C4_RECORD | {"actions": [0] * 7}], [], "{path}: game 1 does not replay: ply 7: action 0 is not legal there"),
+        ([C4_RECORD | {"actions": [9]}], [], "{path}: game 1 does not replay: ply 1: action 9 is not legal there"),
+        ([C4_RECORD | {"actions": [0, 1] * 4}], [], "game 1 does not replay: ply 8: the game is over before it"),
+        ([C4_RECORD | {"start": "48"}], [], "game 1 does not replay: move 2: '8' is not a column 1-7"),
+    ],
+)
+def test_a_games_file_line_that_is_no_record_is_one_line_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], lines: list[Any], argv: list[str], text: str
+) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code = main(["show", str(path), "--out", str(tmp_path / "board.svg"), *argv])
+    one_line_error((code, capsys.readouterr().err), text.format(path=path))
+    assert not (tmp_path / "board.svg").exists()
+
+
+def test_a_record_replays_from_its_start_or_the_games_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "games.jsonl"
+    path.write_text(json.dumps(C4_RECORD | {"start": "11"}) + "\n" + json.dumps({"game": "connect4", "actions": [3]}))
+    for number, stones in (("1", 5), ("2", 1)):
+        assert main(["show", str(path), "--game", number, "--out", str(tmp_path / "board.svg")]) == 0
+        board = capsys.readouterr().out.splitlines()
+        assert sum(line.count("X") + line.count("O") for line in board[:6]) == stones
 
 
 def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps_them() -> None:
@@ -352,3 +404,27 @@ def test_asp_play_of_a_fresh_model_writes_selfplay_in_the_games_own_format_else_
     assert main(["play", "--game", "connect4", "--games", "2"]) == 0  # no format of its own
     assert "wrote selfplay.jsonl" in capsys.readouterr().out
     assert len((tmp_path / "selfplay.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.slow
+def test_a_network_that_turns_nan_stops_the_run_in_one_line_and_keeps_the_last_good_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A game's network that outputs NaN from version 2 on (tests/broken_games.py): iteration 2,
+    which version 2 plays, stops the run; iterations 0 and 1 are saved whole, nothing of 2 is."""
+    from asp.app.run import RunDir
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    tiny = ("--iterations", "4", "--games", "2", "--max-plies", "3", "--search", "2", "--eval-every", "10",
+            "--eval-games", "2", "--hidden", "8", "--workers", "1", "--sequential", "--no-progress")  # fmt: skip
+    assert main(["train", "--game", "broken_games:NaNFromIteration2", *tiny, "--run-dir", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        "asp train: iteration 2: tictactoe: network (the model, version 2) gave NaN logits and NaN values "
+        "at 2 of 2 positions: a network's outputs must be finite"
+    )
+    assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] == 2
+    assert [line["iteration"] for line in RunDir(run).read_metrics()] == [0, 1]
+    assert sorted(path.name for path in (run / "games").iterdir()) == ["iter-0000.jsonl", "iter-0001.jsonl"]

@@ -4,10 +4,13 @@ intervals that hold them; it reads a run's metrics lines and says what they show
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
+from asp.app.cli import main
 from asp.app.evaluate import score_from_elo
 from asp.app.ladder import (
     Pairing,
@@ -116,3 +119,42 @@ def test_metrics_lines_become_a_ladder_and_a_table() -> None:
     assert [row.split()[0] for row in table[1:]][:2] == ["stockfish", "v8"] and len(table) == 7
     with pytest.raises(ConfigError, match="no evaluation to rate yet"):
         ladder_table([{"iteration": 0}], "runs/x")
+
+
+EVALUATED = {"iteration": 3, "eval/version": 4, "eval/wins": 30, "eval/draws": 4, "eval/losses": 6}
+
+
+@pytest.mark.parametrize(
+    ("damage", "error"),
+    [
+        (b"\xff\xfe\n", "metrics.jsonl: line 2 is not text (UTF-8)"),
+        (b"[1, 2]\n", "metrics.jsonl: line 2 is a JSON list, not an iteration's metrics"),
+        (b"5\n", "metrics.jsonl: line 2 is a JSON int"),
+        (json.dumps(EVALUATED | {"eval/draws": -4}).encode() + b"\n", "line 2: field eval/draws must be an int >= 0"),
+        (
+            json.dumps({"iteration": 4, "eval/version": 8, "eval/wins": 1}).encode() + b"\n",
+            "field eval/draws is missing",
+        ),
+        (b"\xff\xfe", "metrics.jsonl: line 2 is not text (UTF-8)"),  # the last line: no crash leaves these bytes
+    ],
+)
+def test_the_ladder_of_a_damaged_metrics_file_is_one_line_naming_the_line_and_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: bytes, error: str
+) -> None:
+    (tmp_path / "metrics.jsonl").write_bytes(json.dumps(EVALUATED).encode() + b"\n" + damage)
+    assert main(["eval", str(tmp_path), "--ladder"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"asp eval: {tmp_path / 'metrics.jsonl'}: ") and err.count("\n") == 1, err
+    assert error in err
+
+
+def test_the_ladder_leaves_out_a_last_line_being_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As a resume drops a line that a crash cut, the ladder rates the whole lines: a run still
+    training may be writing its next one."""
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(json.dumps(EVALUATED) + "\n")
+    assert main(["eval", str(tmp_path), "--ladder"]) == 0
+    whole = capsys.readouterr().out
+    metrics.write_text(json.dumps(EVALUATED) + "\n" + json.dumps(EVALUATED | {"iteration": 7})[:30])
+    assert main(["eval", str(tmp_path), "--ladder"]) == 0
+    assert capsys.readouterr().out == whole

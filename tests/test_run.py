@@ -143,6 +143,72 @@ def test_metrics_of_a_run_without_any(tmp_path: Path) -> None:
     assert run.metrics.read_text() == ""
 
 
+LADDER_LINE = {"iteration": 1, "eval/version": 2, "eval/wins": 3, "eval/draws": 1, "eval/losses": 0}
+"""A metrics line of an evaluation: the version it evaluated, and a match against the random mover."""
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b"\xff\xfe garbage", "line 2 is not text (UTF-8)"),
+        (b"[1, 2]", "line 2 is a JSON list, not an iteration's metrics (an object)"),
+        (b"5", "line 2 is a JSON int, not an iteration's metrics"),
+        (b"", "line 2 is not JSON"),
+        (b'{"loss/policy": 1.0}', "line 2: field iteration is missing"),
+        (b'{"iteration": -1}', "line 2: field iteration must be an int >= 0, got -1"),
+        (b'{"iteration": true}', "line 2: field iteration must be an int >= 0, got True"),
+        (
+            json.dumps(LADDER_LINE | {"eval/losses": -4}).encode(),
+            "line 2: field eval/losses must be an int >= 0, got -4",
+        ),
+        (json.dumps(LADDER_LINE | {"eval/version": 1.5}).encode(), "line 2: field eval/version must be an int >= 0"),
+        (
+            json.dumps({"iteration": 1, "eval_v0/wins": 2}).encode(),
+            "field eval_v0/draws is missing (beside eval_v0/wins)",
+        ),
+        (
+            json.dumps({"iteration": 1, "time/wall": "1 s"}).encode(),
+            "line 2: field time/wall must be a number, got '1 s'",
+        ),
+    ],
+)
+def test_a_damaged_metrics_line_is_one_error_naming_the_file_the_line_and_the_field(
+    tmp_path: Path, line: bytes, error: str
+) -> None:
+    run = RunDir(tmp_path)
+    run.append_metrics(metrics_line(0))
+    with open(run.metrics, "ab") as f:
+        f.write(line + b"\n" + json.dumps(metrics_line(2)).encode() + b"\n")
+    before = run.metrics.read_bytes()
+    for read in (run.read_metrics, lambda: run.truncate_metrics(1)):
+        with pytest.raises(RunError) as raised:
+            read()
+        assert str(raised.value).startswith(f"{run.metrics}: ") and error in str(raised.value)
+    assert run.metrics.read_bytes() == before  # never answered from the lines before it
+
+
+def test_a_last_line_without_its_newline_is_left_out_only_where_a_crash_could_have_cut_it(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.append_metrics(metrics_line(0))
+    whole = run.metrics.read_bytes()
+    run.metrics.write_bytes(whole + b"\0" * 40)  # a file system that lost the last write's data
+    assert run.read_metrics() == [metrics_line(0)]
+    run.metrics.write_bytes(whole + json.dumps(metrics_line(1)).encode())  # cut just before its newline
+    assert run.read_metrics() == [metrics_line(0), metrics_line(1)]
+    for tail, error in [(b'{"iteration": 1, "loss/policy": "\xc3\xa9', "line 2 is not JSON"),
+                        (b"\xff\xfe", "line 2 is not text"), (b"[1]", "line 2 is a JSON list")]:  # fmt: skip
+        run.metrics.write_bytes(whole + tail)  # no write of asp leaves these
+        with pytest.raises(RunError, match=error):
+            run.read_metrics()
+
+
+def test_metrics_that_cannot_be_read_are_a_run_error(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.metrics.mkdir()
+    with pytest.raises(RunError, match="metrics.jsonl: cannot be read: Is a directory"):
+        run.read_metrics()
+
+
 # -- curves ----------------------------------------------------------------------------------
 
 
@@ -304,6 +370,20 @@ async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are
     assert [line["eval/version"] for line in history] == [1, 2, 3, 4]
     assert run.read_metrics() == history
     assert load_checkpoint(run.checkpoint)["next_iteration"] == 4
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.asyncio
+@pytest.mark.slow
+async def test_a_resume_keeps_the_whole_metrics_lines_before_one_that_a_crash_cut(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    cfg = tiny_config(iterations=1, eval_every=100)
+    first = await train_session(run, cfg, resume=False, workers=1)
+    run.metrics.write_text(run.metrics.read_text() + json.dumps(metrics_line(1))[:25])  # the next line, cut by a crash
+    resumed = await train_session(run, tiny_config(iterations=2, eval_every=100), resume=True, workers=1)
+    assert [line["iteration"] for line in resumed] == [0, 1] and resumed[0] == first[0]
+    assert run.read_metrics() == resumed
+    assert run.metrics.read_text() == "".join(json.dumps(line) + "\n" for line in resumed)
 
 
 @pytest.mark.asyncio

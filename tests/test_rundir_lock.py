@@ -3,6 +3,7 @@ and a SIGKILLed owner leaves the directory free (``asp.app.lock``)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +28,22 @@ def test_a_second_lock_of_a_directory_is_refused_naming_the_holder(tmp_path: Pat
     assert (tmp_path / LOCK_FILE).read_text() == ""  # released: emptied
     with RunLock(tmp_path):
         pass
+
+
+def test_a_discarded_lock_leaves_no_file_and_locks_of_its_removed_file_are_none(tmp_path: Path) -> None:
+    first = RunLock(tmp_path)
+    first.acquire()
+    early = os.open(tmp_path / LOCK_FILE, os.O_RDWR)  # another process opened the file before it went
+    try:
+        first.discard()
+        assert not (tmp_path / LOCK_FILE).exists()
+        fcntl.flock(early, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the removed file's lock: no longer anyone's
+        with RunLock(tmp_path):  # so the next owner locks the file that is there, not that one
+            assert (tmp_path / LOCK_FILE).read_text() == f"{os.getpid()}\n"
+            with pytest.raises(RunDirInUse):
+                RunLock(tmp_path).acquire()
+    finally:
+        os.close(early)
 
 
 def test_a_lock_held_by_a_killed_process_is_free(tmp_path: Path) -> None:

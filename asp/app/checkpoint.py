@@ -47,7 +47,7 @@ from typing import Any
 import torch
 
 from asp.app.game_config import GameRunConfig
-from asp.app.games import load_game
+from asp.app.games import check_named_game, load_game
 from asp.app.outputs import writing
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
@@ -257,12 +257,27 @@ def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
         raise RunError(f"{path}: the checkpoint's weights do not fit its model config ({detail})") from None
 
 
-def model_from_checkpoint(path: str | os.PathLike[str]) -> tuple[torch.nn.Module, dict[str, Any]]:
+def model_from_checkpoint(
+    path: str | os.PathLike[str], *, trust_game: bool = False, run_game: str | None = None
+) -> tuple[torch.nn.Module, dict[str, Any]]:
     """The model of a checkpoint file, a run directory or a kept version ``RUN@VERSION`` (in
-    eval mode), and the checkpoint itself."""
+    eval mode), and the checkpoint itself. A game outside asp that the checkpoint names is
+    imported only with ``trust_game`` (the command line's ``--trust-game``), or where it is
+    ``run_game``, the game of the run that reads it (which then refuses a checkpoint of
+    another game).
+
+    :raises RunError: the checkpoint does not load (see :func:`load_checkpoint`), is not of
+        ``run_game``, or its weights do not fit its config.
+    :raises ConfigError: it names a game outside asp that is not trusted
+        (:func:`~asp.app.games.check_named_game`), or its game does not load.
+    """
     path = checkpoint_path(path)
     data = load_checkpoint(path)
-    model = new_model(run_config_of(data))
+    cfg = run_config_of(data)
+    if run_game is not None and cfg.game != run_game:
+        raise RunError(f"{path}: a checkpoint of {cfg.game!r}, not of the run's game {run_game!r}")
+    check_named_game(cfg.game, str(path), trusted=trust_game or cfg.game == run_game)
+    model = new_model(cfg)
     load_weights(model, data["model"], path)
     model.eval()
     return model, data
@@ -272,17 +287,22 @@ def checkpoint_path(where: str | os.PathLike[str]) -> Path:
     """The checkpoint file that ``where`` names: a file, a run directory (its last
     checkpoint), or ``RUN@VERSION``, a version that the run directory keeps.
 
-    :raises RunError: ``RUN@VERSION`` of a version the run does not keep, naming those it does.
+    :raises RunError: ``RUN@VERSION`` of a run directory where VERSION is not a version the
+        run keeps (not an int >= 0, or one it does not keep), naming those it does.
     """
     path = Path(where)
     if path.is_dir():
         return path / CHECKPOINT
     run, at, version = os.fspath(where).rpartition("@")
-    if not at or not version.isdigit() or not Path(run).is_dir() or path.exists():
+    if not at or not Path(run).is_dir() or path.exists():
         return path
     kept = kept_versions(run)
+    have = ", ".join(map(str, kept)) or "none"
+    if not re.fullmatch("[0-9]+", version):
+        raise RunError(
+            f"{where}: VERSION must be a version that {run} keeps, an int >= 0 (it keeps: {have}), got {version!r}"
+        )
     if int(version) not in kept:
-        have = ", ".join(map(str, kept)) or "none"
         raise RunError(f"{where}: {run} keeps no version {int(version)} (it keeps: {have})")
     return version_path(run, int(version))
 

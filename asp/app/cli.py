@@ -41,6 +41,10 @@ EXIT_USAGE = 2
 POLICY_ONLY_HELP = "the model plays its policy network alone: no search"
 SEARCH_HELP = "simulations of the model's search before each move, 0 for none (default: as its run was configured)"
 EXIT_FAILURE = 1
+TRUST_GAME_HELP = (
+    "import the game that a file read names (a checkpoint's, a kept version's, a games file's, a config's) "
+    "where it is a module outside asp (MODULE:ATTR): that runs the module's code, so only for files you trust"
+)
 
 
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -58,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--log-level", choices=LOG_LEVELS, default="warning", help="least level logged (default warning)"
         )
+        p.add_argument("--trust-game", action="store_true", help=TRUST_GAME_HELP)
     return parser
 
 
@@ -276,8 +281,8 @@ def _moves_parser(sub: _Commands) -> argparse.ArgumentParser:
         "--positions",
         required=True,
         metavar="FILE",
-        help="one position a line in the game's notation (TinyChess: a FEN; Connect Four: the columns played, 1-7, "
-        "further fields ignored)",
+        help="one position a line, the whole line (TinyChess: a FEN, or an EPD with its operations; Connect Four: "
+        "the columns played, 1-7, and the position's score or not, as in the solver test sets)",
     )
     moves.add_argument("--search", type=int, help=SEARCH_HELP)
     moves.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
@@ -294,7 +299,7 @@ def _play(args: argparse.Namespace) -> int:
     if args.checkpoint:
         if args.game is not None:
             raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
-        model, state = model_from_checkpoint(args.checkpoint)
+        model, state = model_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
         return game_play(args, model, state["version"], run_config_of(state))
     import torch
 
@@ -356,8 +361,12 @@ def _eval(args: argparse.Namespace) -> int:
     engine_cfg = _engine_config(args)  # option errors first, before anything is loaded
     if args.pgn:
         check_output_file("--pgn", args.pgn)
-    model, state = model_from_checkpoint(args.checkpoint)
+    model, state = model_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
     return game_eval(args, model, state, run_config_of(state), engine_cfg)
+
+
+_NOT_OF_A_MATCH = ("log_format", "log_level", "trust_game", "ladder")
+"""``asp eval``'s options that ``--ladder`` takes too."""
 
 
 def _ladder(args: argparse.Namespace) -> int:
@@ -368,8 +377,8 @@ def _ladder(args: argparse.Namespace) -> int:
 
     where = args.checkpoint
     defaults = vars(_parser().parse_args(["eval", where]))
-    given = [name for name, value in vars(args).items() if not name.startswith("log") and value != defaults[name]]
-    if given := [name for name in given if name != "ladder"]:
+    given = [name for name, value in vars(args).items() if name not in _NOT_OF_A_MATCH and value != defaults[name]]
+    if given:
         option = "--" + given[0].replace("_", "-")
         raise ConfigError(
             f"{option}: --ladder reads the run's evaluations and plays no game: drop {option} or --ladder"

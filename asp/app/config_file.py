@@ -39,12 +39,27 @@ MAX_BYTES = 1 << 20
 
 def config_text(data: dict[str, Any]) -> str:
     """``data`` (a config's ``to_dict()``) as TOML: its values, then each table. A value of
-    None is left out (TOML has none): the field then reads as its default."""
-    lines = [f"{key} = {_toml_value(key, value)}" for key, value in data.items() if not isinstance(value, dict | None)]
+    None is left out (TOML has none): the field then reads as its default. The text is ASCII:
+    a string's other characters are written as escapes, which TOML reads back as they were;
+    a list or tuple is an array (read back as a list), a mapping inside a table an inline table.
+
+    >>> print(config_text({"game": "mod:Game", "network": {"layers": (32, 32), "label": "\U0001f600 caf\xe9"}}), end="")
+    game = "mod:Game"
+    <BLANKLINE>
+    [network]
+    layers = [32, 32]
+    label = "\\U0001F600 caf\\u00E9"
+
+    :raises ConfigError: a value that TOML cannot hold (None inside an array or an inline
+        table, a string with a lone surrogate, another type), naming its key.
+    """
+    lines = [f"{_toml_key(key)} = {_toml_value(key, value)}" for key, value in data.items()
+             if not isinstance(value, dict | None)]  # fmt: skip
     for name, table in data.items():
         if isinstance(table, dict):
-            lines += ["", f"[{name}]"]
-            lines += [f"{key} = {_toml_value(key, value)}" for key, value in table.items() if value is not None]
+            lines += ["", f"[{_toml_key(name)}]"]
+            lines += [f"{_toml_key(key)} = {_toml_value(f'{name}.{key}', value)}" for key, value in table.items()
+                      if value is not None]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -58,8 +73,37 @@ def _toml_value(key: str, value: Any) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else ("-inf" if value < 0 else "inf")
     if isinstance(value, str):
-        return json.dumps(value)  # a TOML basic string: the same escapes
-    raise TypeError(f"{key}: no TOML value for {value!r}")
+        return _toml_string(key, value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(f"{key}[{k}]", item) for k, item in enumerate(value)) + "]"
+    if isinstance(value, dict):
+        items = (f"{_toml_key(str(name))} = {_toml_value(f'{key}.{name}', item)}" for name, item in value.items())
+        return "{" + ", ".join(items) + "}"
+    raise ConfigError(f"--print-config: {key}: no TOML value for {value!r} (a {type(value).__name__})")
+
+
+def _toml_key(key: str) -> str:
+    """``key`` bare where TOML allows it (letters, digits, ``_`` and ``-``), else quoted."""
+    return key if key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key) else _toml_string(key, key)
+
+
+def _toml_string(key: str, value: str) -> str:
+    """``value`` as a TOML basic string in ASCII: ``"``, ``\\`` and every character outside
+    printable ASCII escaped (``\\uXXXX``, ``\\UXXXXXXXX``)."""
+    out = []
+    for char in value:
+        code = ord(char)
+        if 0xD800 <= code <= 0xDFFF:
+            raise ConfigError(
+                f"--print-config: {key}: {value!r} holds a lone surrogate (U+{code:04X}), which no TOML file can hold"
+            )
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        else:
+            out.append(f"\\u{code:04X}" if code <= 0xFFFF else f"\\U{code:08X}")
+    return '"' + "".join(out) + '"'
 
 
 def config_from_text(text: str, name: str) -> dict[str, Any]:
@@ -97,7 +141,7 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if len(raw) > MAX_BYTES:
         raise ConfigError(f"--config {name}: over {MAX_BYTES} bytes; a config is a few hundred")
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # a byte order mark before the text is skipped
     except UnicodeDecodeError:
         raise ConfigError(f"--config {name}: not a text file (not UTF-8)") from None
     return config_from_text(text, name)

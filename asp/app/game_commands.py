@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,13 @@ import torch
 from asp.app.evaluate import match_result_of, play_summary
 from asp.app.game_config import GameRunConfig, match_starts
 from asp.app.game_run import write_records
-from asp.app.games import load_game
+from asp.app.games import check_named_game, load_game
 from asp.app.outputs import check_output_directory, check_output_file, writing
 from asp.app.show import Boards, is_directory, ply_paths
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 from asp.games import PlayConfig
-from asp.games.protocol import exported
+from asp.games.protocol import exported, outcome
 from asp.search import SearchConfig
 from asp.sync import play_games_parallel
 from asp.tinychess.engine import EngineConfig, EngineOpponent
@@ -141,9 +142,12 @@ def _opponent(
     if engine_cfg is not None and isinstance(game, TinyChessGame):
         engine = EngineOpponent(engine_cfg)  # finds the engine now: a missing one is a usage error
         return engine, engine.opponent_name, 0, None
-    if args.vs in ("greedy", "stockfish", "uci"):
-        raise ConfigError(f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}, or a RUN")
-    opponent, opponent_state = model_from_checkpoint(args.vs)
+    if args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
+        engines = ", stockfish, uci" if isinstance(game, TinyChessGame) else ""
+        raise ConfigError(
+            f"--vs {args.vs}: not an opponent of {cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"
+        )
+    opponent, opponent_state = model_from_checkpoint(args.vs, trust_game=args.trust_game)
     other = run_config_of(opponent_state)
     if other.game != cfg.game and load_game(other.game, option=f"--vs {args.vs}: its game").name != game.name:
         raise ConfigError(f"--vs {args.vs}: a run of {other.game}, not of {cfg.game}")
@@ -151,15 +155,27 @@ def _opponent(
     return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
 
 
+def _names_no_file(vs: str) -> bool:
+    """Whether ``--vs`` is a word that names no file: a mover's name, not a RUN (a path, a
+    checkpoint file, ``RUN@VERSION``)."""
+    return not Path(vs).exists() and not any(mark in vs for mark in ("/", os.sep, "@")) and not vs.endswith(".pt")
+
+
 def game_play(args: argparse.Namespace, model: torch.nn.Module, version: int, cfg: GameRunConfig) -> int:
     """``asp play`` of a game: self-play games written as JSON lines to ``--out`` (and in the
     game's own format beside them, where it has one), or in the game's own format alone where
     ``--out`` has its suffix (chess: ``.pgn``); by default to ``selfplay`` with the game's own
-    suffix, else ``selfplay.jsonl``."""
+    suffix, else ``selfplay.jsonl``. A file of the game's own format that is already there
+    beside a ``--out`` of JSON lines is refused, not overwritten: the user did not name it."""
     game = load_game(cfg.game)
     own = exported(game, [])  # the game's own format, if it has one: the default file's
     out = args.out or "selfplay" + (own[0] if own is not None else ".jsonl")
     check_output_file("--out", out)
+    beside = Path(out).with_suffix(own[0]) if own is not None else Path(out)
+    if beside != Path(out) and beside.exists():
+        raise ConfigError(
+            f"--out {out}: the games go in {beside} beside it too, and {beside} exists: remove it or pick another --out"
+        )
     search = play_search(cfg, args, sampling=True)
     play_cfg = PlayConfig(
         game,
@@ -189,14 +205,18 @@ _LINE_LIMIT = 1 << 20
 def read_record(path: Path, number: int) -> dict[str, Any]:
     """The ``number``-th record (from 1) of a JSON-lines games file, read a bounded line at a time.
 
-    :raises ConfigError: no such file or record, or a line that is not a record of asp.
+    :raises ConfigError: ``number`` below 1, no such file or record, or a line that is not a
+        record of asp (naming the field: ``game`` a string, ``start`` a string where it is
+        given, ``actions`` a list of ints).
     """
+    if number < 1:
+        raise ConfigError(f"--game must be 1 or more (the games of {path} count from 1), got {number}")
     try:
         with path.open("rb") as f:
             for count in range(1, number + 1):
                 line = f.readline(_LINE_LIMIT)
                 if not line:
-                    raise ConfigError(f"{path}: holds {count - 1} games, not {number}")
+                    raise ConfigError(f"{path}: holds {count - 1} game(s), not {number}")
                 if len(line) >= _LINE_LIMIT and not line.endswith(b"\n"):
                     raise ConfigError(f"{path}: line {count} is over {_LINE_LIMIT} bytes: not an asp games file")
     except FileNotFoundError:
@@ -207,9 +227,49 @@ def read_record(path: Path, number: int) -> dict[str, Any]:
         record = json.loads(line)
     except (UnicodeDecodeError, ValueError):
         raise ConfigError(f"{path}: line {number} is not JSON: not an asp games file") from None
-    if not isinstance(record, dict) or not isinstance(record.get("actions"), list) or "game" not in record:
-        raise ConfigError(f"{path}: line {number} is not a game record of asp (no game, no actions)")
+    not_record = f"{path}: line {number} is not a game record of asp"
+    if not isinstance(record, dict):
+        raise ConfigError(f"{not_record}: a JSON {type(record).__name__}, not an object")
+    problem = _record_problem(record)
+    if problem is not None:
+        raise ConfigError(f"{not_record}: {problem}")
     return record
+
+
+def _record_problem(record: dict[str, Any]) -> str | None:
+    """What makes a line's JSON object no record that ``asp show`` replays, naming the field."""
+    if not isinstance(record.get("game"), str):
+        return f"field game must be the game's name (a string), got {_short(record.get('game'))}"
+    if not isinstance(record.get("start", ""), str):
+        return f"field start must be a position in the game's notation (a string), got {_short(record['start'])}"
+    actions = record.get("actions")
+    if not isinstance(actions, list):
+        return f"field actions must be a list of ints, got {_short(actions)}"
+    bad = next((k for k, action in enumerate(actions) if type(action) is not int), None)
+    return None if bad is None else f"field actions must be a list of ints: actions[{bad}] is {_short(actions[bad])}"
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _replay(game: Any, record: dict[str, Any]) -> list[Any]:
+    """Every position of a record's game, from its start (``""`` or none: the game's own)
+    through each of its actions, each one legal where it is played.
+
+    :raises ValueError: a start that is no position, or an action that is not legal there.
+    """
+    start = record.get("start", "")
+    states = [game.parse_state(start) if start else game.start()]
+    for ply, action in enumerate(record["actions"], 1):
+        if outcome(game, states[-1]) is not None:
+            raise ValueError(f"ply {ply}: the game is over before it")
+        if action not in game.actions(states[-1]):
+            raise ValueError(f"ply {ply}: action {action} is not legal there")
+        states.append(game.apply(states[-1], action))
+    return states
 
 
 def game_show(args: argparse.Namespace) -> int:
@@ -217,6 +277,7 @@ def game_show(args: argparse.Namespace) -> int:
     picture in ``--out`` when the game draws one (``--out`` a directory: one per position)."""
     path = Path(args.pgn)
     record = read_record(path, args.game)
+    check_named_game(record["game"], f"{path}: game {args.game}", trusted=args.trust_game)
     game = load_game(str(record["game"]), option=f"{path}: the game")
     actions = record["actions"]
     ply = len(actions) if args.ply is None else args.ply
@@ -226,9 +287,7 @@ def game_show(args: argparse.Namespace) -> int:
     if directory and args.ply is not None:
         raise ConfigError(f"--ply picks one position, but --out {args.out} is a directory (one SVG per ply): drop one")
     try:
-        states = [game.parse_state(record.get("start", ""))]
-        for action in actions:
-            states.append(game.apply(states[-1], int(action)))
+        states = _replay(game, record)
     except (ValueError, TypeError) as e:
         raise ConfigError(f"{path}: game {args.game} does not replay: {e}") from None
     print(game.show(states[ply]))  # noqa: T201

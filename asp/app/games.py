@@ -1,5 +1,10 @@
 """Which game a run plays: the shipped games by name, a user's by ``MODULE:ATTR``.
 
+A file that a user loads (a checkpoint, a kept version, a games file, a config file) is
+data: the game it names is imported only where it is a shipped game, or where the user asks
+for it on the command line (``--trust-game``, or ``--game`` naming it):
+:func:`check_named_game` says so before anything is imported.
+
 >>> load_game("connect4").name
 'connect4'
 >>> load_game("chess")
@@ -17,13 +22,16 @@ from typing import Any
 
 from asp.errors import ConfigError
 
-__all__ = ["GAMES", "TINYCHESS", "is_game", "load_game"]
+__all__ = ["GAMES", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
 
 TINYCHESS = "tinychess"
 """The default game: chess, with TinyChess's network (:class:`~asp.tinychess.game.TinyChessGame`)."""
 
 GAMES = {TINYCHESS: "asp.tinychess.game:TinyChessGame", "connect4": "asp.connect4:ConnectFour"}
 """The shipped games, by name: where their :class:`~asp.games.Game` is."""
+
+TRUST_HINT = "--trust-game"
+"""The option of every command that lets a file it reads name a game outside asp."""
 
 _METHODS = ("start", "to_move", "status", "actions", "apply", "encode", "network", "action_text", "parse_action",
             "state_text", "parse_state", "show", "symmetries", "movers")  # fmt: skip
@@ -36,25 +44,53 @@ def is_game(obj: object) -> bool:
     )
 
 
+def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:
+    """Refuse the game that the file ``where`` names where it is ``MODULE:ATTR`` outside asp's
+    shipped games (:data:`GAMES`, by name or by their own ``MODULE:ATTR``), unless ``trusted``:
+    the user asked on the command line to import it. A spec that is no ``MODULE:ATTR`` imports
+    nothing: :func:`load_game` says what is wrong with it.
+
+    >>> check_named_game("connect4", "run/checkpoint.pt", trusted=False)
+    >>> check_named_game("asp.connect4:ConnectFour", "run/checkpoint.pt", trusted=False)
+    >>> check_named_game("evil:Game", "run/checkpoint.pt", trusted=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    asp.errors.ConfigError: run/checkpoint.pt: names the game 'evil:Game', a module outside asp, ... --trust-game ...
+
+    :raises ConfigError: one line naming the file and the game.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"{where}: its game must be a game's name or MODULE:ATTR, got {spec!r}")
+    if ":" in spec and spec not in (*GAMES, *GAMES.values()) and not trusted:
+        raise ConfigError(
+            f"{where}: names the game {spec!r}, a module outside asp, which asp imports only when asked: "
+            f"add {TRUST_HINT} if you trust the file"
+        )
+
+
 def load_game(spec: str, *, option: str = "--game") -> Any:
     """The game ``spec`` names: a shipped game's name (:data:`GAMES`), or ``MODULE:ATTR``, a
     :class:`~asp.games.Game` class (made with no argument) or object in an importable module
-    (the current directory counts, as for ``python -m``).
+    (the current directory counts, as for ``python -m``). ``MODULE:ATTR`` runs that module's
+    code: a spec that a file names passes :func:`check_named_game` first.
 
-    :raises ConfigError: one line, naming ``option``: no such game, module or attribute, or
-        not a game (it names the first method missing).
+    :raises ConfigError: one line, naming ``option``: no such game, module or attribute, a
+        module whose import fails, or not a game (it names the first method missing).
     """
     where = GAMES.get(spec, spec)
     module_name, colon, attr = where.partition(":")
     if not colon or not module_name or not attr:
         raise ConfigError(f"{option} {spec!r}: not a game: {', '.join(GAMES)}, or MODULE:ATTR "
                           "(a Game class or object)")  # fmt: skip
-    if os.getcwd() not in sys.path and "" not in sys.path:
+    if spec not in GAMES and os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # spawn workers inherit sys.path: they find the module too
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise ConfigError(f"{option} {spec!r}: cannot import {module_name}: {e}") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 (a user's module: any failure is theirs, said in one line)
+        said = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise ConfigError(f"{option} {spec!r}: importing {module_name} failed: {type(e).__name__}: {said}") from None
     obj = getattr(module, attr, None)
     if obj is None:
         raise ConfigError(f"{option} {spec!r}: module {module_name} has no {attr}")

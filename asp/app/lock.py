@@ -3,7 +3,8 @@
 The lock is ``fcntl.flock`` on a file inside the run directory, so the kernel releases it
 when the owner's process ends, however it ends (a SIGKILLed run never blocks the next one).
 The owner writes its pid into the file, so that a refused caller can name it; a clean
-release empties the file again.
+release empties the file again. A lock taken on a file that its owner has removed since
+(:meth:`RunLock.discard`) is no lock: :meth:`RunLock.acquire` takes the file that is there.
 
 >>> import tempfile, pathlib
 >>> run = pathlib.Path(tempfile.mkdtemp())
@@ -62,16 +63,20 @@ class RunLock:
         :raises RunDirInUse: another process (or another RunLock) holds it.
         :raises OSError: the lock file cannot be created (not a directory, read-only, full).
         """
-        fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder(fd)
-            os.close(fd)
-            raise RunDirInUse(self.path, pid) from None
-        except BaseException:
-            os.close(fd)
-            raise
+        while True:
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _holder(fd)
+                os.close(fd)
+                raise RunDirInUse(self.path, pid) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            if _same_file(fd, self.file):
+                break
+            os.close(fd)  # its owner removed it while this one waited to lock it: take the new one
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -89,6 +94,14 @@ class RunLock:
             os.ftruncate(fd, 0)
         os.close(fd)
 
+    def discard(self) -> None:
+        """Remove the lock file, then let go of the lock: for a command that was refused
+        before it used a run directory, so that it leaves no file behind."""
+        if self._fd is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self.file.unlink()
+        self.release()
+
     def __enter__(self) -> RunLock:
         self.acquire()
         return self
@@ -97,6 +110,16 @@ class RunLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is still the file at ``path``."""
+    try:
+        there = path.stat()
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _holder(fd: int, wait: float = 0.5) -> int | None:

@@ -9,7 +9,12 @@ from asp.app.evaluate import MatchResult
 from asp.app.ladder import version_of
 from asp.pipeline import IterationReport
 
-__all__ = ["match_metrics", "metrics_line", "mover_scores", "version_scores"]
+__all__ = ["match_metrics", "metrics_line", "metrics_problem", "mover_scores", "version_scores"]
+
+_COUNTS = ("wins", "draws", "losses")
+"""A match's counts in a metrics line: ``PREFIX/wins``, ``PREFIX/draws``, ``PREFIX/losses``."""
+_NUMBERS = ("time/wall", "time/workers_busy", "time/loop_stall_max")
+"""The figures besides the scores that ``asp train`` sums up from every line of a run."""
 
 
 def mover_scores(line: dict[str, Any]) -> dict[str, float]:
@@ -37,6 +42,35 @@ def _opponent_scores(line: dict[str, Any]) -> dict[str, float]:
     """The ``eval_<name>/score`` of a metrics line, by name."""
     return {key[len("eval_") : -len("/score")]: value for key, value in line.items()
             if key.startswith("eval_") and key.endswith("/score")}  # fmt: skip
+
+
+def metrics_problem(line: dict[str, Any]) -> str | None:
+    """What makes a line read back from ``metrics.jsonl`` unfit for what asp reads of it (a
+    resumed run's history, its final line and its ladder), naming the field; None where it is
+    fit: ``iteration`` and, where there is one, ``eval/version`` ints >= 0; each match's
+    ``wins``, ``draws`` and ``losses`` all three there, ints >= 0; its ``score`` and the time
+    figures summed up, numbers.
+
+    >>> metrics_problem({"iteration": 3, "eval/version": 4, "eval/wins": 1, "eval/draws": 0, "eval/losses": 2})
+    >>> metrics_problem({"iteration": 3, "eval/version": 4, "eval_v0/wins": 1, "eval_v0/losses": 2})
+    'field eval_v0/draws is missing (beside eval_v0/wins)'
+    >>> metrics_problem({"iteration": 3, "eval/wins": 1, "eval/draws": 0, "eval/losses": -2})
+    'field eval/losses must be an int >= 0, got -2'
+    """
+    counts = ["iteration", *(["eval/version"] if "eval/version" in line else [])]
+    matches = sorted({key.rpartition("/")[0] for key in line if key.startswith("eval") and key.endswith("/wins")})
+    numbers = [key for key in line if key in _NUMBERS or (key.startswith("eval") and key.endswith("/score"))]
+    for prefix in matches:
+        counts += [f"{prefix}/{count}" for count in _COUNTS]
+    for name in counts:
+        if name not in line:
+            return f"field {name} is missing" + (f" (beside {name.rpartition('/')[0]}/wins)" if "/" in name else "")
+        if type(line[name]) is not int or line[name] < 0:
+            return f"field {name} must be an int >= 0, got {line[name]!r}"
+    for name in numbers:
+        if type(line[name]) not in (int, float):
+            return f"field {name} must be a number, got {line[name]!r}"
+    return None
 
 
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:

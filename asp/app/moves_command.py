@@ -1,11 +1,14 @@
 """``asp moves RUN --positions FILE``: the move a checkpoint plays in each position of a file.
 
-One position a line, in the run's game's notation: TinyChess a FEN; Connect Four the columns
-played from the empty board, 1-7, as in the published Connect Four solver test sets. A line is
-read whole first; where that is no position and it has several fields, its first field is
-the position (so the test sets' score columns are ignored). For each position, in order, it
-prints the position and the move the model plays there as it plays by default (its search
-without noise, no sampling), one line each. A bad line is one error naming it (exit 2).
+One position a line, the whole line read in the run's game's line format
+(:func:`asp.games.protocol.parsed_line`): TinyChess a FEN, its six fields, or an EPD, its four
+fields and its operations; Connect Four the columns played from the empty board, 1-7, and the
+position's score beside them or not, as the published Connect Four solver test sets write
+them (``COLUMNS SCORE``). A UTF-8 byte order mark before the first line is skipped. For each
+position, in order, it prints the position in the game's notation (TinyChess: a FEN) and the
+move the model plays there as it plays by default (its search without noise, no sampling),
+one line each. A line that is no position, or one where the game is over, is one error
+naming it, and a file without a position is an error too (exit 2).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from asp.app.game_commands import play_search
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
 from asp.errors import ConfigError
+from asp.games.protocol import outcome, parsed_line
 
 __all__ = ["moves_command", "read_positions"]
 
@@ -28,11 +32,13 @@ LINE_LIMIT = 4096
 """The longest line read: a position's notation is far shorter."""
 MAX_POSITIONS = 1_000_000
 """The most positions one file may hold."""
+_BOM = "\ufeff".encode()
+"""A UTF-8 byte order mark, which some editors write before the first line."""
 
 
 def read_positions(path: Path) -> list[tuple[int, str]]:
     """The non-empty lines of ``path`` with their line numbers (from 1), read a bounded line
-    at a time.
+    at a time; a UTF-8 byte order mark before the first is skipped.
 
     :raises ConfigError: no such file, a line too long or not text, or too many lines.
     """
@@ -45,6 +51,8 @@ def read_positions(path: Path) -> list[tuple[int, str]]:
                     return lines
                 if len(raw) > LINE_LIMIT:
                     raise ConfigError(f"{path}:{number}: a line of over {LINE_LIMIT} bytes is no position")
+                if number == 1:
+                    raw = raw.removeprefix(_BOM)
                 try:
                     text = raw.decode("utf-8").strip()
                 except UnicodeDecodeError:
@@ -68,7 +76,9 @@ def moves_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
     path = Path(args.positions)
     lines = read_positions(path)
-    model, state = model_from_checkpoint(args.checkpoint)
+    if not lines:
+        raise ConfigError(f"--positions {path}: holds no position (one a line)")
+    model, state = model_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
     found = _game_moves(path, lines, model, run_config_of(state), args)
     for position, move in found:
         print(f"{position} {move}")  # noqa: T201
@@ -96,18 +106,11 @@ def _game_moves(
 
 
 def _game_position(game: Any, path: Path, number: int, text: str) -> tuple[str, Any]:
-    """``(the position's text, its state)`` of a line; ConfigError naming the line."""
-    tried = [text] + ([text.split()[0]] if len(text.split()) > 1 else [])
-    first: Exception | None = None  # what the whole line's failure says: the error shown
-    for i, candidate in enumerate(tried):
-        try:
-            state = game.parse_state(candidate)
-        except (ValueError, TypeError) as e:
-            first = first or e
-            if i == len(tried) - 1:
-                raise ConfigError(f"{path}:{number}: not a position of {game.name}: {first}") from None
-            continue
-        if game.status(state).value is not None:
-            raise ConfigError(f"{path}:{number}: the game is over in {candidate!r}: no move to play")
-        return candidate, state
-    raise AssertionError("unreachable: the last candidate raises or returns")
+    """``(the position in the game's notation, its state)`` of a line; ConfigError naming the line."""
+    try:
+        state = parsed_line(game, text)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}:{number}: not a position of {game.name}: {e}") from None
+    if outcome(game, state) is not None:
+        raise ConfigError(f"{path}:{number}: the game is over in {text!r}: no move to play")
+    return game.state_text(state), state

@@ -23,6 +23,7 @@ from typing import Any
 
 from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
 from asp.app.game_config import GameRunConfig
+from asp.app.metrics import metrics_problem
 from asp.app.outputs import writing
 from asp.atomic import write_text_atomic
 
@@ -93,14 +94,28 @@ class RunDir:
             os.fsync(f.fileno())
 
     def read_metrics(self) -> list[dict[str, Any]]:
-        if not self.metrics.exists():
+        """The lines of metrics.jsonl, in order, each checked whole: a JSON object that
+        :func:`~asp.app.metrics.metrics_problem` finds fit. A last line without its newline
+        that is ASCII (as every line asp writes) but no JSON is one that a crash cut short, or
+        one being written now: it is left out.
+
+        :raises RunError: the file cannot be read, or a line is not an iteration's metrics,
+            naming the file, the line and the field.
+        """
+        try:
+            data = self.metrics.read_bytes()
+        except FileNotFoundError:
             return []
-        lines = []
-        for text in self.metrics.read_text(encoding="utf-8").splitlines():
+        except OSError as e:
+            raise RunError(f"{self.metrics}: cannot be read: {e.strerror or e}") from None
+        *whole, last = data.split(b"\n")
+        lines = [_metrics_line(self.metrics, number, raw) for number, raw in enumerate(whole, 1)]
+        if last:
             try:
-                lines.append(json.loads(text))
-            except ValueError:
-                break  # a line cut by a crash: everything after it is not trusted
+                lines.append(_metrics_line(self.metrics, len(whole) + 1, last))
+            except RunError:
+                if not _cut_short(last):
+                    raise
         return lines
 
     def truncate_metrics(self, next_iteration: int) -> list[dict[str, Any]]:
@@ -109,3 +124,30 @@ class RunDir:
         with writing(self.metrics):
             write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
         return kept
+
+
+def _metrics_line(path: Path, number: int, raw: bytes) -> dict[str, Any]:
+    """Line ``number`` of the metrics file ``path``, checked (:meth:`RunDir.read_metrics`)."""
+    try:
+        line = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise RunError(f"{path}: line {number} is not text (UTF-8): a damaged metrics file") from None
+    except ValueError:
+        raise RunError(f"{path}: line {number} is not JSON: a damaged metrics file") from None
+    if not isinstance(line, dict):
+        raise RunError(f"{path}: line {number} is a JSON {type(line).__name__}, not an iteration's metrics (an object)")
+    problem = metrics_problem(line)
+    if problem is not None:
+        raise RunError(f"{path}: line {number}: {problem}")
+    return line
+
+
+def _cut_short(raw: bytes) -> bool:
+    """Whether ``raw`` is what a write cut short leaves of a line asp writes: ASCII, no JSON."""
+    if not raw.isascii():
+        return False
+    try:
+        json.loads(raw)
+    except ValueError:
+        return True
+    return False

@@ -39,6 +39,7 @@ from asp.app.metrics import metrics_line
 from asp.app.run import RunDir
 from asp.app.tensorboard import TENSORBOARD, write_scalars
 from asp.app.writer import Writer
+from asp.errors import IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
 from asp.shield import finish_in_thread, finish_thread_call, wait_out
@@ -175,7 +176,8 @@ class _Saver:
 
     async def __aexit__(self, exc_type: object, *rest: object) -> None:
         try:
-            if exc_type is None:
+            # A failed iteration (a network that outputs NaN) leaves those before it good: their saves end.
+            if exc_type is None or exc_type is IterationFailed:
                 while self.saving:
                     await self.saving[0]  # raises what the save raised
                     self.saving.popleft()
@@ -250,9 +252,11 @@ class _Saver:
             await finish_in_thread(keep_version, run, self.kind.cfg, version=version,
                                    next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
             evaluating = time.perf_counter()
-            past = await finish_in_thread(_kept_networks, run, past_versions(kept_versions(run.path), version))
+            past = await finish_in_thread(
+                _kept_networks, run, past_versions(kept_versions(run.path), version), self.kind.cfg.game
+            )
             line["eval/version"] = version
-            line.update(await self.kind.evaluate(self.selfplay, evaluated, version, past))
+            line.update(await self._evaluate(report.iteration, evaluated, version, past))
             line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
         started = time.perf_counter()
@@ -270,6 +274,18 @@ class _Saver:
                  checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
         return line
 
+    async def _evaluate(
+        self, iteration: int, model: torch.nn.Module, version: int, past: list[tuple[int, torch.nn.Module]]
+    ) -> dict[str, Any]:
+        """The evaluation of ``model``, the weights ``iteration`` trained, as ``version``; a
+        failure that another attempt would only repeat names the iteration (IterationFailed)."""
+        try:
+            return await self.kind.evaluate(self.selfplay, model, version, past)
+        except ShardFailed as e:
+            if isinstance(e.error, NotRetried):
+                raise IterationFailed(iteration, e.error) from e
+            raise
+
 
 def _to_tensorboard(run: RunDir, line: dict[str, Any]) -> None:
     """Write a metrics line to the run's TensorBoard events; a failure is logged, never raised."""
@@ -279,9 +295,9 @@ def _to_tensorboard(run: RunDir, line: dict[str, Any]) -> None:
         log.warning("tensorboard_failed", error=repr(e))
 
 
-def _kept_networks(run: RunDir, versions: list[int]) -> list[tuple[int, torch.nn.Module]]:
-    """The networks of ``versions``, kept by ``run``."""
-    return [(v, model_from_checkpoint(version_path(run.path, v))[0]) for v in versions]
+def _kept_networks(run: RunDir, versions: list[int], game: str) -> list[tuple[int, torch.nn.Module]]:
+    """The networks of ``versions``, kept by ``run``, a run of ``game``."""
+    return [(v, model_from_checkpoint(version_path(run.path, v), run_game=game)[0]) for v in versions]
 
 
 def check_resumable(run: RunDir, cfg: GameRunConfig) -> None:
@@ -300,12 +316,13 @@ def _restore(run: RunDir, kind: GameRun, model: torch.nn.Module, trainer: Any) -
     """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
     run stopped before its first checkpoint starts again at iteration 0). Writes no file.
 
-    :raises RunError: the checkpoint does not load, does not fit the run's config, or is
-        missing while metrics.jsonl holds more than what a run stopped before its first
-        checkpoint leaves (the line of iteration 0, written just before that checkpoint).
+    :raises RunError: metrics.jsonl is damaged (:meth:`~asp.app.run.RunDir.read_metrics`),
+        or the checkpoint does not load, does not fit the run's config, or is missing while
+        metrics.jsonl holds more than what a run stopped before its first checkpoint leaves
+        (the line of iteration 0, written just before that checkpoint).
     """
+    lines = run.read_metrics()
     if not run.checkpoint.exists():
-        lines = run.read_metrics()
         if len(lines) > 1 or any(line.get("iteration") != 0 for line in lines):
             raise RunError(
                 f"{run.checkpoint}: missing, but {run.metrics} holds {len(lines)} iteration(s); "

@@ -82,13 +82,13 @@ def train_config(args: argparse.Namespace) -> tuple[GameRunConfig, dict[str, Any
     """
     from asp.app.config_file import read_config_file
     from asp.app.game_config import defaults_for, network_config
-    from asp.app.games import TINYCHESS, load_game
+    from asp.app.games import TINYCHESS, check_named_game, load_game
     from asp.tinychess.game import TinyChessGame
 
     given = read_config_file(args.config) if args.config else {}
     game = args.game or given.get("game", TINYCHESS)
-    if not isinstance(game, str):
-        raise ConfigError(f"--config {args.config}: game must be a game's name or MODULE:ATTR, got {game!r}")
+    if not args.game:  # the file's: a module it names is imported only when the user asks
+        check_named_game(game, f"--config {args.config}", trusted=args.trust_game)
     # A game that cannot be loaded is the user's mistake, said before anything else and
     # named where it was given: the option, else the config file.
     loaded = load_game(game, option="--game" if args.game else f"--config {args.config}: game")
@@ -104,6 +104,8 @@ def train_config(args: argparse.Namespace) -> tuple[GameRunConfig, dict[str, Any
     if args.search == 0:
         raise ConfigError("--search must be in 1..10000: asp train trains on the search's improved policy")
     base = _with_file(defaults_for(game), given, args.config)
+    if base.eval_engine is not None and not isinstance(loaded, TinyChessGame):
+        raise ConfigError(f"--config {args.config}: eval_engine: an engine plays chess, not {game}")
     changes: dict[str, Any] = {"game": game} if args.game else {}  # a resumed run keeps its own
     for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
                    "max_staleness", "search", "eval_search"):  # fmt: skip
@@ -163,6 +165,7 @@ def train_command(args: argparse.Namespace) -> int:
     from asp.app.checkpoint import RunError
     from asp.app.lock import RunLock
     from asp.app.run import RunDir
+    from asp.app.tensorboard import TENSORBOARD
 
     cfg, changes = train_config(args)
     if args.config and args.resume:
@@ -178,21 +181,35 @@ def train_command(args: argparse.Namespace) -> int:
         from asp.app.tensorboard import check_tensorboard
 
         check_tensorboard()
+    made: list[Path] = []  # the directories made here, deepest first
     if args.resume:
         run = RunDir(args.resume)
         if not run.path.is_dir():
             raise RunError(f"{run.path}: no run directory to resume")
     else:
         run = RunDir(args.run_dir or Path("runs") / (args.name or _game_name(cfg)))
+        made = [p for p in (run.path, *run.path.parents) if not p.exists()]
         check_output_directory("--run-dir", run.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
     lock = RunLock(run.path)
+    locked_before = lock.file.exists()
     try:
         lock.acquire()
     except OSError as e:
         raise RunError(f"run directory {run.path} cannot be written: {e.strerror or e}") from None
     try:
-        return _train_locked(args, run, cfg, changes)
+        try:
+            cfg = _checked_config(args, run, cfg, changes)
+        except BaseException:  # refused: nothing of this command stays behind
+            if not locked_before:
+                lock.discard()
+            for directory in made:
+                with contextlib.suppress(OSError):
+                    directory.rmdir()  # only if empty
+            raise
+        if args.resume and not args.tensorboard and (run.path / TENSORBOARD).is_dir():
+            args = argparse.Namespace(**{**vars(args), "tensorboard": True})  # it wrote events: it goes on
+        return _train_locked(args, run, cfg)
     finally:
         lock.release()
 
@@ -204,8 +221,7 @@ def _print_config(args: argparse.Namespace, cfg: Any, changes: dict[str, Any]) -
     from asp.app.run import RunDir
 
     if args.resume:
-        stored = RunDir(args.resume).stored_config()
-        cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
+        cfg = _resumed_config(args, RunDir(args.resume), changes)
     print(config_text(cfg.to_dict()), end="")  # noqa: T201 (the command line's own output, as in cli.py)
     return 0
 
@@ -245,11 +261,10 @@ def _check_device(device: str) -> None:
         raise ConfigError(f"--device {device}: this torch has {have}; use --device cpu or auto")
 
 
-def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> int:
-    """``asp train`` once the run directory's lock is held: check, then run."""
+def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any) -> int:
+    """``asp train`` once the run directory's lock is held and ``cfg`` checked: run."""
     from asp.app.display import TrainDisplay
 
-    cfg = _checked_config(args, run, cfg, changes)
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
     budget = _core_budget(args, cfg)
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
@@ -283,22 +298,30 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict
 def _checked_config(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> Any:
     """The config to run: a resumed run's stored one (only its length may change); RunError or
     ConfigError for anything that cannot run, before anything in the run directory changes."""
-    from asp.app.checkpoint import RunError
     from asp.app.session import check_resumable
 
     if args.resume:
-        stored = run.stored_config()
-        # Only the length of a run may change on resume; anything else would be another run.
-        clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k, None) != v}
-        if clash:
-            named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
-            raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
-        cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
+        cfg = _resumed_config(args, run, changes)
     _check_device(cfg.train.device)
     _check_run_files(run)
     if args.resume:
         check_resumable(run, cfg)  # before anything in the run directory changes
     return cfg
+
+
+def _resumed_config(args: argparse.Namespace, run: RunDir, changes: dict[str, Any]) -> GameRunConfig:
+    """The config a resume of ``run`` runs: the stored one, as long as the options ask (only
+    its length may change: anything else would be another run), its game trusted."""
+    from asp.app.checkpoint import RunError
+    from asp.app.games import check_named_game
+
+    stored = run.stored_config()
+    check_named_game(stored.game, f"--resume {run.path}", trusted=args.trust_game or args.game == stored.game)
+    clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k, None) != v}
+    if clash:
+        named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
+        raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
+    return dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
 
 
 def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
@@ -320,6 +343,8 @@ def _resume_hint(args: argparse.Namespace, run: RunDir) -> str:
     hint = f"asp train --resume {run.path}"
     if args.backend != "local":
         hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
+    if args.tensorboard:
+        hint += " --tensorboard"
     return hint
 
 
@@ -344,11 +369,13 @@ async def _session(
         task.cancel()
 
     # Signal handlers belong to the main thread; run elsewhere (an application embedding
-    # asp, a test), signals stay the application's business.
+    # asp, a test), signals stay the application's business. A signal this process was
+    # started ignoring (SIGINT of a shell script's background job) stays ignored.
     if threading.current_thread() is threading.main_thread():
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, on_signal, signum)
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                loop.add_signal_handler(signum, on_signal, signum)
     return await train_session(
         run,
         cfg,

@@ -21,6 +21,7 @@ a move is its column, 1-7. The one symmetry is the left-right mirror.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,6 +103,28 @@ class ConnectFour:
 
     def parse_state(self, text: str) -> Board:
         return rules.from_columns(text.strip())
+
+    def parse_line(self, text: str) -> Board:
+        """The position of a line of a file of positions, as the published solver test sets
+        write one: ``COLUMNS SCORE``, the columns played and the position's score (an int,
+        not read), or the columns alone.
+
+        >>> ConnectFour().parse_line("4453 -2").moves, ConnectFour().parse_line("4453").moves
+        ((3, 3, 4, 2), (3, 3, 4, 2))
+        >>> ConnectFour().parse_line("4453 5566")
+        Traceback (most recent call last):
+        ...
+        ValueError: '4453 5566': a line is COLUMNS SCORE or COLUMNS, the score an int of at most 2 digits, got '5566'
+
+        :raises ValueError: another line (the message says why).
+        """
+        fields = text.split()
+        if len(fields) > 2 or (len(fields) == 2 and not re.fullmatch(r"[+-]?\d{1,2}", fields[1])):
+            got = repr(fields[1]) if len(fields) == 2 else f"{len(fields)} fields"
+            raise ValueError(
+                f"{text.strip()!r}: a line is COLUMNS SCORE or COLUMNS, the score an int of at most 2 digits, got {got}"
+            )
+        return self.parse_state(fields[0] if fields else "")
 
     def show(self, state: Board) -> str:
         return rules.text(state)

@@ -16,6 +16,11 @@ Rules of the protocol, which asp relies on:
   actions win at once, so that the search plays them without searching.
 * Actions are ints in ``range(action_size)``: the index of the action's logit in the
   network's policy row.
+* asp checks, where it takes them, that :meth:`Game.actions` gives at least one action, each
+  in range, at a position whose game goes on, and that the network gives finite
+  ``(logits, value)`` of shapes ``(B, action_size)`` and ``(B,)``: a game that breaks one of
+  these stops with :class:`~asp.errors.GameError` or :class:`~asp.errors.NonFiniteError`,
+  one line naming the game, the method and the rule (:mod:`asp.games.checked`).
 * The network is built by :meth:`Game.network` and must keep its config as ``net.cfg``:
   a worker process rebuilds it as ``type(net)(net.cfg)`` and loads the weights into it
   (``cfg`` None: ``type(net)()``). A network that this rebuild would change is refused
@@ -46,6 +51,11 @@ Rules of the protocol, which asp relies on:
   - ``records_text(records) -> str`` and ``records_suffix`` (``".pgn"``), a pair: the games
     (:class:`~asp.games.Record`) in the game's own file format (TinyChess: PGN), which a
     run writes beside its JSON lines of records (:func:`exported`).
+  - ``parse_line(text) -> state``: the position that one line of a file of positions
+    (``asp moves --positions``) writes, in the game's own line format, the whole line read
+    (TinyChess: a FEN, or an EPD with its operations; Connect Four: the solver test sets'
+    ``COLUMNS SCORE``); it raises ValueError for a line that is no such position. Without
+    it, :meth:`Game.parse_state` of the whole line (:func:`parsed_line`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
@@ -86,6 +96,7 @@ __all__ = [
     "openings",
     "outcome",
     "packed",
+    "parsed_line",
     "search_root",
     "unpacked",
 ]
@@ -259,6 +270,16 @@ def search_root(game: Game[State], state: State) -> State:
     """``state`` as the root of a search: ``game.search_root(state)`` where the game has it."""
     root = getattr(game, "search_root", None)
     return state if root is None else root(state)
+
+
+def parsed_line(game: Game[State], text: str) -> State:
+    """The position that a line of a file of positions writes: ``game.parse_line(text)``
+    where the game has it, else ``game.parse_state(text)``; either reads the whole line.
+
+    :raises ValueError: ``text`` is no position of the game (the message says why).
+    """
+    parse_line = getattr(game, "parse_line", None)
+    return game.parse_state(text) if parse_line is None else parse_line(text)
 
 
 def packed(game: Game[State], states: Sequence[State]) -> np.ndarray:

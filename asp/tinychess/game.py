@@ -63,6 +63,13 @@ def material_lead(board: chess.Board) -> int:
     return lead if board.turn == chess.WHITE else -lead
 
 
+def _legal(board: chess.Board, what: str) -> ChessState:
+    """``board`` as a state; ValueError naming ``what`` unless it is a legal position."""
+    if not board.is_valid():
+        raise ValueError(f"{what} is not a legal position ({board.status()!r})")
+    return ChessState(board)
+
+
 @dataclass(frozen=True, eq=False)
 class ChessState:
     """A position of a game of chess: a board, never changed once made, and where it came from."""
@@ -237,9 +244,41 @@ class TinyChessGame:
             board = chess.Board(text.strip())
         except ValueError as e:
             raise ValueError(f"invalid FEN {text.strip()!r}: {e}") from None
-        if not board.is_valid():
-            raise ValueError(f"FEN {text.strip()!r} is not a legal position ({board.status()!r})")
-        return ChessState(board)
+        return _legal(board, f"FEN {text.strip()!r}")
+
+    def parse_line(self, text: str) -> ChessState:
+        """The position of a line of a file of positions: a FEN, its six fields, or an EPD,
+        its four fields and its operations (``bm``, ``id``..., each read: a best move must be
+        legal there; ``hmvc`` and ``fmvn`` set the clocks). A line of fewer fields is neither:
+        it would leave the side to move to a default.
+
+        >>> game = TinyChessGame()
+        >>> game.state_text(game.parse_line('6k1/5ppp/8/8/8/8/8/R5K1 b - - hmvc 3; id "x";'))
+        '6k1/5ppp/8/8/8/8/8/R5K1 b - - 3 1'
+        >>> game.parse_line("8/8/8/8/8/8/8/K6k w - - 0 1 ; bm Kb1")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: invalid FEN '8/8/8/8/8/8/8/K6k w - - 0 1 ; bm Kb1': a FEN has six fields, ...; nor an EPD: ...
+        >>> game.parse_line("8/8/8/8/8/8/8/K6k")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: invalid FEN '8/8/8/8/8/8/8/K6k': a FEN has six fields, got 1; nor an EPD: an EPD has four fields...
+
+        :raises ValueError: the line is neither (the message says why, as a FEN and as an EPD).
+        """
+        fields = text.split()
+        if len(fields) == 6:
+            try:
+                return self.parse_state(text)
+            except ValueError as e:
+                fen_error = str(e)
+        else:
+            fen_error = f"invalid FEN {text.strip()!r}: a FEN has six fields, got {len(fields)}"
+        if len(fields) < 4:
+            raise ValueError(f"{fen_error}; nor an EPD: an EPD has four fields and its operations")
+        try:
+            board, _ = chess.Board.from_epd(text.strip())
+        except ValueError as e:
+            raise ValueError(f"{fen_error}; nor an EPD: {e}") from None
+        return _legal(board, f"EPD {text.strip()!r}")
 
     def show(self, state: ChessState) -> str:
         return str(state.board)
