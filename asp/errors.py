@@ -44,6 +44,11 @@ class ConfigError(AspError, ValueError):
     """
 
 
+class OpponentNotFound(ConfigError):
+    """An outside program that a game plays against (TinyChess: a UCI engine) is not
+    installed where its config says, or where the game looks for it."""
+
+
 class ShardFailed(AspError):
     """A shard of games failed on its first attempt and on every retry.
 

@@ -58,6 +58,7 @@ from torch import nn
 
 from asp import backends
 from asp.calls import Call, ShardResult
+from asp.cfg_play import cfg_play, check_playable
 from asp.checks import SECONDS, check_cfg, check_int, check_number
 from asp.cores import available_cores
 from asp.dispatch import Dispatcher
@@ -66,7 +67,6 @@ from asp.log import quiet_unless_configured
 from asp.shards import call_stats, collect_games, default_shard_games, plan_shards
 from asp.shield import finish
 from asp.weights import WeightRef
-from asp.worker import check_playable, play_cfg
 
 __all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
@@ -96,7 +96,7 @@ class SelfPlay:
         usable cores follow the CPU affinity and a cgroup CPU quota).
     :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
     :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
-        :class:`asp.games.PlayConfig` has; see :func:`asp.worker.play_cfg`).
+        :class:`asp.games.PlayConfig` has; see :func:`asp.cfg_play.cfg_play`).
     :param shard_games: games per shard (default: :func:`default_shard_games`).
     :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
         which a worker counts as stalled and is killed; None disables it.
@@ -141,7 +141,7 @@ class SelfPlay:
         check_number("SelfPlay.cancel_grace", cancel_grace, 0, math.inf, open_low=True, what=SECONDS)
         check_number("SelfPlay.start_timeout", start_timeout, 0, math.inf, open_low=True, what=SECONDS)
         if play_fn is None:
-            play_fn = play_cfg  # the cfg plays its own games: cfg.play(model, opp)
+            play_fn = cfg_play  # the cfg plays its own games: cfg.play(model, opp)
         self._backend = backends.create(
             backend,
             workers=workers,
@@ -327,7 +327,7 @@ class SelfPlay:
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise ConfigError(f"SelfPlay.{what} priority must be an int, got {priority!r}")
         check_cfg(cfg)
-        if self.play_fn is play_cfg:
+        if self.play_fn is cfg_play:
             check_playable(cfg)  # here, not in every worker: the error is the caller's
         shards, target = plan_shards(cfg, workers=self.workers, shard_games=self.shard_games)
         refs = await self._publish(model, opp, cfg)

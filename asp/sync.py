@@ -30,9 +30,9 @@ import structlog
 import torch
 from torch import nn
 
+from asp.cfg_play import cfg_play
 from asp.errors import ClosedError
 from asp.selfplay import PlayFn, SelfPlay
-from asp.worker import play_cfg
 
 __all__ = ["SyncSelfPlay", "play_games_parallel"]
 
@@ -122,7 +122,7 @@ def play_games_parallel(
     """
     if workers is not None and workers <= 1:
         if play_fn is None:
-            play_fn = play_cfg  # the cfg plays its own games, as in SelfPlay
+            play_fn = cfg_play  # the cfg plays its own games, as in SelfPlay
         started = time.perf_counter()
         threads = torch.get_num_threads()
         torch.set_num_threads(threads_per_worker)

@@ -9,7 +9,6 @@ backend runs.
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import gc
 import numbers
@@ -17,7 +16,6 @@ import os
 import pickle
 import platform
 import signal
-import threading
 import time
 import traceback
 from collections.abc import Callable, MutableSequence
@@ -31,6 +29,7 @@ from torch import nn
 from asp import progress
 from asp.errors import ConfigError, PlayExited
 from asp.interrupts import ignore_ctrl_c
+from asp.lifeline import die_with_parent
 from asp.log import LogFormat, configure_logging
 from asp.weights import WeightRef, load_state_dict
 
@@ -38,9 +37,7 @@ __all__ = [
     "Loader",
     "ShardOutput",
     "ShardTask",
-    "die_with_parent",
     "initialize",
-    "play_cfg",
     "play_task",
     "run_shard",
 ]
@@ -50,7 +47,6 @@ log = structlog.get_logger("asp.worker")
 STACK_SIGNAL = signal.SIGUSR1
 """The signal that makes a worker write every thread's Python stack to its stack file."""
 
-_PR_SET_PDEATHSIG = 1
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
 # Per process: the networks built so far, keyed by (role, class, cfg), with the publication
@@ -84,28 +80,6 @@ class ShardOutput:
     offers_taken: int = 0
     """How many of the coordinator's offers of more games play_fn took (:func:`asp.more_games`):
     the first ``offers_taken`` offers made to this shard are part of its result."""
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Make this process exit when ``parent_pid``, its parent, dies, even by SIGKILL.
-
-    A spawn child holds both ends of its task queue's pipe, so it never sees the end of it:
-    without this, a child of a killed coordinator waits on its queue forever.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the watchdog below still works
-        pass
-
-    # PR_SET_PDEATHSIG fires when the *thread* that spawned us exits, and not at all if the
-    # parent died before the prctl call: a watchdog on the parent's pid covers both.
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="asp-parent-watchdog", daemon=True).start()
 
 
 def initialize(
@@ -151,26 +125,6 @@ def prebuild(warm: tuple[type[nn.Module], Any] | None) -> None:
     """Build the model network of class and cfg ``warm`` now, so that the first shard need not."""
     if warm is not None:
         _nets[("model", warm[0], _cfg_key(warm[1]))] = (-1, _build(*warm))
-
-
-def play_cfg(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
-    """The play_fn of a SelfPlay given none: the cfg plays its own games, ``cfg.play(model, opp)``.
-
-    So the orchestrator knows no game: a game's config that has a ``play(model, opp)`` method
-    (:class:`asp.games.PlayConfig` has) needs no play_fn.
-    """
-    check_playable(cfg)
-    result: tuple[list[Any], dict[str, Any]] = cfg.play(model, opp)
-    return result
-
-
-def check_playable(cfg: Any) -> None:
-    """Raise ConfigError unless ``cfg`` can play its own games (what :func:`play_cfg` needs)."""
-    if not callable(getattr(cfg, "play", None)):
-        raise ConfigError(
-            f"no play_fn was given and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
-            f"pass SelfPlay(play_fn=...)"
-        )
 
 
 def ping() -> int:

@@ -47,10 +47,10 @@ import torch
 from torch import nn
 
 from asp import SelfPlay
-from asp.app.checkpoint import model_from_checkpoint, run_config_of
-from asp.app.evaluate import match_result_of
-from asp.app.game_config import GameRunConfig
-from asp.connect4 import ConnectFour, WinBlockMover
+from asp.app.evaluation.elo import match_result_of
+from asp.app.game_run import GameRun
+from asp.app.run.checkpoint import run_from_checkpoint
+from asp.connect4 import WinBlockMover
 from asp.connect4.rules import Board, from_columns, winning_columns
 from asp.games import PlayConfig, RandomMover, play_games
 
@@ -105,11 +105,8 @@ def train(keep: Path, index: int) -> tuple[Path, float]:
 
 
 async def matches(run: Path, games: int, mcts_games: int, mcts_simulations: int) -> dict[str, Any]:
-    model, state = model_from_checkpoint(run)
-    cfg = run_config_of(state)
-    assert isinstance(cfg, GameRunConfig)
-    game = ConnectFour()
-    play = cfg.eval_cfg(game, state["version"], games=games, seed=1)
+    game_run, model, state = run_from_checkpoint(run)
+    play = game_run.eval_cfg(state["version"], games=games, seed=1)
     opponents: list[tuple[str, nn.Module, int]] = [
         ("random", RandomMover(), games),
         ("winblock", WinBlockMover(), games),
@@ -127,13 +124,13 @@ async def matches(run: Path, games: int, mcts_games: int, mcts_simulations: int)
                             "seconds": round(time.perf_counter() - started, 1)}  # fmt: skip
     if "mcts" not in result:
         result["mcts"] = {"skipped": "open-spiel is not installed: pip install open-spiel"}
-    result["positions"] = positions_score(model, cfg)
+    result["positions"] = positions_score(model, game_run)
     return result
 
 
-def positions_score(model: nn.Module, cfg: GameRunConfig) -> dict[str, Any]:
+def positions_score(model: nn.Module, run: GameRun) -> dict[str, Any]:
     """The share of the labelled positions where the model's move keeps the best result."""
-    game = ConnectFour()
+    game = run.game
     positions = read(POSITIONS)
     play = PlayConfig(
         game,
@@ -141,7 +138,7 @@ def positions_score(model: nn.Module, cfg: GameRunConfig) -> dict[str, Any]:
         openings=tuple(p.columns for p in positions),
         max_plies=1,
         temperature=0.0,
-        search=cfg.search_cfg(sampling=False),
+        search=run.search_cfg(sampling=False),
         samples=False,
     )
     records, _ = play_games(model, None, play)

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from asp import Pipeline, SelfPlay, configure_logging
-from asp.app.game_config import defaults_for
+from asp.app.run_config import defaults_for
 from asp.games import PlayConfig, Trainer
 from asp.search import SearchConfig
 from asp.tinychess.game import TinyChessGame

@@ -1,6 +1,6 @@
 """How a checkpoint's games against the random mover end, and the mates in one it leaves.
 
-Replays a run's evaluation against the uniformly random mover (``GameRunConfig.eval_cfg``:
+Replays a run's evaluation against the uniformly random mover (``GameRun.eval_cfg``:
 same games, seed and search as the run's own evaluations, so the final evaluation of a
 finished run is played again move for move) on one thread, and prints:
 
@@ -32,9 +32,10 @@ from typing import Any
 import chess
 import torch
 
-from asp.app.checkpoint import model_from_checkpoint, run_config_of
-from asp.app.game_config import GameRunConfig
-from asp.app.games import load_game
+from asp.app.game_loader import load_game
+from asp.app.game_run import GameRun
+from asp.app.run.checkpoint import model_from_checkpoint, run_config_of
+from asp.app.run_config import GameRunConfig
 from asp.games import MODEL, PlayConfig, Record, play_games
 from asp.tinychess.mates import mating_moves
 
@@ -70,7 +71,7 @@ def endings_config(
 ) -> PlayConfig:
     """The run's evaluation against the random mover, with the games and temperature asked for;
     ``policy_only``: the network alone (no search)."""
-    play = cfg.eval_cfg(game, version)
+    play = GameRun(cfg, game).eval_cfg(version)
     if games is not None:
         play = dataclasses.replace(play, n_games=games)
     if temperature is not None:

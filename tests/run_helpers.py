@@ -7,7 +7,8 @@ import dataclasses
 
 import torch
 
-from asp.app.game_config import GameRunConfig, defaults_for
+from asp.app.game_run import GameRun
+from asp.app.run_config import GameRunConfig, defaults_for
 from asp.games import PlayConfig, Trainer, play_games
 from asp.tinychess.game import TinyChessGame
 
@@ -29,9 +30,10 @@ def trained(cfg: GameRunConfig) -> Trainer:
     """A trainer whose model and optimizer have taken a step: a checkpoint with real state."""
     torch.manual_seed(cfg.seed)
     game = TinyChessGame()
-    trainer = Trainer(cfg.new_network(game), game, dataclasses.replace(cfg.train, batch_size=8))
+    run = GameRun(cfg, game)
+    trainer = Trainer(run.new_model(), game, dataclasses.replace(cfg.train, batch_size=8))
     records, _ = play_games(
-        trainer.model, None, PlayConfig(game, n_games=2, max_plies=6, search=cfg.search_cfg(sampling=True))
+        trainer.model, None, PlayConfig(game, n_games=2, max_plies=6, search=run.search_cfg(sampling=True))
     )
     trainer.train(records)
     return trainer

@@ -16,7 +16,9 @@ import pytest
 import torch
 from run_helpers import tiny_config, trained
 
-from asp.app.checkpoint import (
+from asp.app.game_run import GameRun
+from asp.app.run import RunDir
+from asp.app.run.checkpoint import (
     CHECKPOINT,
     RunError,
     checkpoint_state,
@@ -26,8 +28,7 @@ from asp.app.checkpoint import (
     restore_checkpoint,
     write_checkpoint,
 )
-from asp.app.game_config import GameRunConfig
-from asp.app.run import RunDir
+from asp.app.run_config import GameRunConfig
 from asp.errors import AspError
 from asp.games import PlayConfig, TrainConfig, Trainer, play_games
 from asp.search import SearchConfig
@@ -38,7 +39,7 @@ GAME = TinyChessGame()
 
 def network(cfg: GameRunConfig | None = None) -> torch.nn.Module:
     """A fresh network of the run ``cfg`` (default: the tiny run's)."""
-    model: torch.nn.Module = (cfg or tiny_config()).new_network(GAME)
+    model: torch.nn.Module = GameRun(cfg or tiny_config(), GAME).new_model()
     return model
 
 
@@ -245,7 +246,7 @@ def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint
     assert not model.training
     fresh = network()
     with pytest.raises(RunError, match=r"checkpoint does not match its config \(KeyError: 'trainer_steps'\)"):
-        restore_checkpoint(checkpoint, tiny_config(), fresh, trainer_of(fresh))
+        restore_checkpoint(checkpoint, GameRun(tiny_config()), fresh, trainer_of(fresh))
 
 
 # -- restoring -------------------------------------------------------------------------------
@@ -274,7 +275,9 @@ def test_a_restored_checkpoint_resumes_where_the_trainer_stopped(tmp_path: Path)
     torch.manual_seed(99)
     model = network(cfg)
     fresh = trainer_of(model)
-    restored = restore_checkpoint(path, dataclasses.replace(cfg, iterations=40), model, fresh)  # longer: allowed
+    restored = restore_checkpoint(
+        path, GameRun(dataclasses.replace(cfg, iterations=40)), model, fresh
+    )  # longer: allowed
     assert (restored.next_iteration, restored.version) == (3, 4)
     assert _same(model.state_dict(), trainer.model.state_dict())
     assert _same(fresh.optimizer.state_dict(), trainer.optimizer.state_dict())
@@ -301,7 +304,7 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
     write_checkpoint(state, path)
     model = network(cfg)
     resumed = trainer_of(model, replay=3)
-    restore_checkpoint(path, cfg, model, resumed)
+    restore_checkpoint(path, GameRun(cfg), model, resumed)
     after, before = resumed.train(calls[3]), trainer.train(calls[3])
     after.pop("train/seconds"), before.pop("train/seconds")
     assert after == before
@@ -311,7 +314,7 @@ def test_a_restored_trainer_replays_the_window_the_saved_one_would(tmp_path: Pat
 def test_restoring_into_another_config_is_refused(checkpoint: Path) -> None:
     model = network()
     with pytest.raises(RunError) as raised:
-        restore_checkpoint(checkpoint, tiny_config(seed=1), model, trainer_of(model))
+        restore_checkpoint(checkpoint, GameRun(tiny_config(seed=1)), model, trainer_of(model))
     assert str(raised.value) == f"{checkpoint}: holds another run config than the one to resume with"
 
 
@@ -323,4 +326,4 @@ def test_pending_weights_that_do_not_fit_the_model_are_refused(checkpoint: Path)
     torch.save(data, checkpoint)
     model = network()
     with pytest.raises(RunError, match=r"the checkpoint's weights do not fit its model config"):
-        restore_checkpoint(checkpoint, tiny_config(), model, trainer_of(model))
+        restore_checkpoint(checkpoint, GameRun(tiny_config()), model, trainer_of(model))

@@ -26,8 +26,8 @@ import pytest
 import torch
 from helpers import pgn_games, process_group, survivors
 
-from asp.app.checkpoint import kept_versions, load_checkpoint
-from asp.app.game_config import GameRunConfig
+from asp.app.run.checkpoint import kept_versions, load_checkpoint
+from asp.app.run_config import GameRunConfig
 
 RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
 TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
@@ -653,11 +653,12 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
 
 def test_asp_train_trains_tinychess_through_the_game_seam_and_always_searches() -> None:
     from asp.app.cli import _parser
-    from asp.app.game_config import defaults_for
-    from asp.app.train_command import train_config
+    from asp.app.commands.train_options import train_config
+    from asp.app.run_config import defaults_for
     from asp.errors import ConfigError
 
-    cfg, changes = train_config(_parser().parse_args(["train"]))
+    run, changes = train_config(_parser().parse_args(["train"]))
+    cfg = run.cfg
     assert changes == {} and cfg == defaults_for("tinychess")
     assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_search, cfg.eval_every) == (160, 200, 8, 64, 10)
     assert train_config(_parser().parse_args(["train", "--eval-search", "0"]))[0].search_cfg(sampling=False) is None

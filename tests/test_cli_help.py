@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from asp.app import cli
+from asp.app.commands import train
 from asp.pipeline import MAX_STALENESS
 
 COMMANDS = ("train", "play", "eval", "show", "moves")
@@ -54,12 +55,12 @@ def test_the_help_names_the_greedy_mover_that_every_evaluation_plays() -> None:
 
 
 def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
-    assert cli.MAX_STALENESS == MAX_STALENESS
+    assert train.MAX_STALENESS == MAX_STALENESS
 
 
 @pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search"])
 def test_the_defaults_in_the_help_are_the_configs_for_tinychess_and_other_games(field: str) -> None:
-    from asp.app.game_config import GameRunConfig, defaults_for
+    from asp.app.run_config import GameRunConfig, defaults_for
 
     [action] = [a for name, a in _options() if name == "train" and a.dest == field]
     tinychess, other = getattr(defaults_for("tinychess"), field), getattr(GameRunConfig(), field)

@@ -22,8 +22,9 @@ import psutil
 import pytest
 import torch
 
-from asp.app.checkpoint import CHECKPOINT, checkpoint_state
-from asp.app.game_config import defaults_for
+from asp.app.game_run import GameRun
+from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state
+from asp.app.run_config import defaults_for
 from asp.atomic import save_atomic
 from asp.games import Trainer
 from asp.tinychess.game import TinyChessGame
@@ -40,7 +41,7 @@ def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = l
     """A run directory holding a checkpoint of TINY_RUN after 2 iterations (spoiled by ``spoil``),
     its config.json and the two metrics lines."""
     torch.manual_seed(0)
-    trainer = Trainer(TINY_RUN.new_network(CHESS), CHESS, TINY_RUN.train)
+    trainer = Trainer(GameRun(TINY_RUN, CHESS).new_model(), CHESS, TINY_RUN.train)
     state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2)
     spoil(state)
     (run / "games").mkdir(parents=True)
@@ -52,7 +53,7 @@ def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = l
 
 def wider_state() -> dict[str, torch.Tensor]:
     """The weights of a network twice as wide as TINY_RUN's."""
-    return dataclasses.replace(TINY_RUN, network={"hidden": 32, "blocks": 0}).new_network(CHESS).state_dict()
+    return GameRun(dataclasses.replace(TINY_RUN, network={"hidden": 32, "blocks": 0}), CHESS).new_model().state_dict()
 
 
 def wider_weights(state: dict[str, object]) -> None:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from asp.app.cli import _parser
+from asp.app.commands.train import run as train_command
+from asp.app.commands.train_options import train_config
 from asp.app.config_file import config_from_text, config_text, merged
-from asp.app.train_command import train_command, train_config
 from asp.errors import ConfigError
 
 OPTION_SETS = [
@@ -30,7 +31,7 @@ OPTION_SETS = [
 
 
 def config(*argv: str) -> Any:
-    return train_config(_parser().parse_args(["train", *argv]))[0]
+    return train_config(_parser().parse_args(["train", *argv]))[0].cfg
 
 
 def printed(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -117,11 +118,11 @@ def test_a_config_with_characters_outside_the_bmp_is_printed_so_that_it_reads_ba
     assert text.isascii() and 'path = "/opt/\\U0001F600 caf\\u00E9\\u007F/stockfish"\n' in text
     Path("run.toml").write_text(text)
     assert config("--config", "run.toml") == config("--config", "engine.toml")
-    assert config("--config", "run.toml").eval_engine.path == "/opt/\U0001f600 caf\xe9\x7f/stockfish"
+    assert config("--config", "run.toml").eval_engine["path"] == "/opt/\U0001f600 caf\xe9\x7f/stockfish"
 
 
 def test_a_network_config_with_a_tuple_field_is_printed_as_an_array() -> None:
-    from asp.app.game_config import GameRunConfig, defaults_for
+    from asp.app.run_config import GameRunConfig, defaults_for
 
     cfg = dataclasses.replace(defaults_for("connect4"), network={"layers": (32, 16), "names": ["a", "b"]})
     back = config_from_text(config_text(cfg.to_dict()), "run.toml")

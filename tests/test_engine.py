@@ -29,7 +29,7 @@ import pytest
 import torch
 from helpers import assert_pgn_extract_accepts, pgn_games, pid_alive, survivors
 
-from asp.app.evaluate import match_result_of
+from asp.app.evaluation.elo import match_result_of
 from asp.errors import ConfigError
 from asp.games import MODEL, OPPONENT, Mover, PlayConfig, Record, play_games
 from asp.sync import play_games_parallel

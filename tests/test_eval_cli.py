@@ -19,10 +19,11 @@ import pytest
 import torch
 from helpers import assert_pgn_extract_accepts, pgn_games
 
-from asp.app.checkpoint import CHECKPOINT, checkpoint_state
 from asp.app.cli import main
-from asp.app.evaluate import match_result
-from asp.app.game_config import defaults_for
+from asp.app.evaluation.elo import match_result
+from asp.app.game_run import GameRun
+from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state
+from asp.app.run_config import defaults_for
 from asp.atomic import save_atomic
 from asp.games import Trainer
 from asp.tinychess.game import TinyChessGame
@@ -40,7 +41,7 @@ def make_run(path: Path, *, version: int, seed: int) -> Path:
     torch.manual_seed(seed)
     cfg = dataclasses.replace(defaults_for("tinychess"), seed=seed, network={"hidden": 16, "blocks": 0})
     game = TinyChessGame()
-    trainer = Trainer(cfg.new_network(game), game, cfg.train)
+    trainer = Trainer(GameRun(cfg, game).new_model(), game, cfg.train)
     path.mkdir(parents=True)
     save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version),
                 path / CHECKPOINT)  # fmt: skip

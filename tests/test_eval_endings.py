@@ -8,7 +8,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 from eval_endings import endings_config, replayed  # noqa: E402
 
-from asp.app.game_config import defaults_for
+from asp.app.game_run import GameRun
+from asp.app.run_config import defaults_for
 from asp.games import MODEL, OPPONENT, Record
 from asp.tinychess.game import TinyChessGame
 
@@ -18,7 +19,7 @@ CHESS = TinyChessGame()
 def test_by_default_the_model_plays_the_runs_evaluation_with_its_search() -> None:
     cfg = defaults_for("tinychess")
     play = endings_config(cfg, CHESS, version=3, games=None, temperature=None, policy_only=False)
-    assert play == cfg.eval_cfg(CHESS, 3)
+    assert play == GameRun(cfg, CHESS).eval_cfg(3)
     assert play.search is not None and play.search.simulations == 64
 
 

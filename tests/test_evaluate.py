@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from asp.app.evaluate import (
+from asp.app.evaluation.elo import (
     EloEstimate,
     MatchResult,
     elo_from_score,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -18,8 +19,8 @@ import pytest
 import torch
 from helpers import assert_pgn_extract_accepts, pgn_games, read_scalars
 
-from asp.app.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
 from asp.app.cli import main
+from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
 from asp.connect4.model import C4Config
 from asp.tinychess.game import TinyChessGame
 
@@ -258,15 +259,15 @@ def test_a_record_replays_from_its_start_or_the_games_own(tmp_path: Path, capsys
 
 def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps_them() -> None:
     from asp.app.cli import _parser
-    from asp.app.train_command import train_config
+    from asp.app.commands.train_options import train_config
 
     spec = "asp.tinychess.game:TinyChessGame"
-    cfg, _ = train_config(_parser().parse_args(["train", "--game", spec, "--device", "cpu"]))
+    cfg = train_config(_parser().parse_args(["train", "--game", spec, "--device", "cpu"]))[0].cfg
     assert (cfg.games, cfg.max_plies, cfg.search, cfg.eval_every) == (160, 200, 8, 10)
     train = cfg.train
     assert (train.batch_size, train.value_coef, train.device) == (1024, 0.5, "cpu")
     assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.05, 0.95)
-    other, _ = train_config(_parser().parse_args(["train", "--game", "connect4"]))
+    other = train_config(_parser().parse_args(["train", "--game", "connect4"]))[0].cfg
     assert (other.games, other.train.heuristic_weight, other.train.outcome_gamma) == (200, 0.0, 1.0)
 
 
@@ -274,18 +275,19 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from asp.app.cli import _parser
-    from asp.app.game_config import GameRunConfig
+    from asp.app.commands.train_options import train_config
     from asp.app.game_run import GameRun
-    from asp.app.train_command import train_config
+    from asp.app.run_config import GameRunConfig
 
     for spec, width in (("connect4", 64), ("asp.tinychess.game:TinyChessGame", 32)):
-        cfg, changes = train_config(_parser().parse_args(["train", "--game", spec, "--hidden", str(width)]))
+        run, changes = train_config(_parser().parse_args(["train", "--game", spec, "--hidden", str(width)]))
+        cfg = run.cfg
         assert cfg.network == changes["network"] == {"hidden": width}
         assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
         assert GameRun(cfg).new_model().cfg.hidden == width
     file = tmp_path / "run.json"
     file.write_text(json.dumps({"game": "connect4", "network": {"blocks": 1, "channels": 8}}))
-    cfg, _ = train_config(_parser().parse_args(["train", "--config", str(file), "--hidden", "16"]))
+    cfg = train_config(_parser().parse_args(["train", "--config", str(file), "--hidden", "16"]))[0].cfg
     assert GameRun(cfg).new_model().cfg == C4Config(hidden=16, blocks=1, channels=8)
     file.write_text(json.dumps({"game": "connect4", "network": {"width": 16}}))
     code = main(["train", "--config", str(file), "--run-dir", str(tmp_path / "run")])
@@ -296,10 +298,11 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
 
 def checkpoint_of(path: Path, cfg: Any) -> Path:
     """A checkpoint of a fresh network of the run ``cfg``, as a kept version (3) of it."""
-    from asp.app.checkpoint import kept_version_state, new_model, write_checkpoint
+    from asp.app.game_run import GameRun
+    from asp.app.run.checkpoint import kept_version_state, write_checkpoint
 
     torch.manual_seed(0)
-    weights = new_model(cfg).state_dict()
+    weights = GameRun(cfg).new_model().state_dict()
     write_checkpoint(kept_version_state(cfg, version=3, next_iteration=3, weights=weights), path)
     return path
 
@@ -307,7 +310,7 @@ def checkpoint_of(path: Path, cfg: Any) -> Path:
 def test_runs_of_one_game_named_two_ways_play_each_other_and_another_game_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from asp.app.game_config import GameRunConfig
+    from asp.app.run_config import GameRunConfig
 
     tiny = {"hidden": 16, "blocks": 0}
     named = checkpoint_of(tmp_path / "named.pt", GameRunConfig(game="tinychess", network=tiny))
@@ -323,16 +326,16 @@ def test_runs_of_one_game_named_two_ways_play_each_other_and_another_game_is_ref
 
 def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_settings() -> None:
     from asp.app.cli import _parser
-    from asp.app.game_config import GameRunConfig
-    from asp.app.train_command import train_config
+    from asp.app.commands.train_options import train_config
+    from asp.app.run_config import GameRunConfig
     from asp.tinychess.engine import EngineConfig
 
     spec = "asp.tinychess.game:TinyChessGame"
     options = ["train", "--game", spec, "--eval-vs", "stockfish", "--eval-nodes", "10", "--eval-skill", "3"]
-    cfg, _ = train_config(_parser().parse_args(options))
-    assert cfg.eval_engine == EngineConfig(skill=3, nodes=10)
+    cfg = train_config(_parser().parse_args(options))[0].cfg
+    assert cfg.eval_engine == dataclasses.asdict(EngineConfig(skill=3, nodes=10))
     assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
-    plain, _ = train_config(_parser().parse_args(["train", "--game", spec]))
+    plain = train_config(_parser().parse_args(["train", "--game", spec]))[0].cfg
     assert plain.eval_engine is None and GameRunConfig.from_dict(plain.to_dict()) == plain
 
 
@@ -378,11 +381,12 @@ def test_a_tinychess_game_run_evaluates_against_stockfish_and_its_eval_and_play_
 def test_asp_play_samples_as_the_runs_self_play_and_asp_eval_plays_to_win_with_its_search() -> None:
     from argparse import Namespace
 
-    from asp.app.game_commands import play_search
-    from asp.app.game_config import GameRunConfig
+    from asp.app.commands.options import play_search
+    from asp.app.game_run import GameRun
+    from asp.app.run_config import GameRunConfig
     from asp.search import SearchConfig
 
-    cfg = GameRunConfig(game="connect4", search=16, eval_search=64, search_considered=8)
+    cfg = GameRun(GameRunConfig(game="connect4", search=16, eval_search=64, search_considered=8))
     plain = Namespace(search=None, policy_only=False)
     assert play_search(cfg, plain, sampling=True) == SearchConfig(16, 8, gumbel_scale=1.0)  # as in self-play
     assert play_search(cfg, plain) == SearchConfig(64, 8, gumbel_scale=0.0)

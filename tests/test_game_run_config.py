@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from asp.app.game_config import GameRunConfig, defaults_for
+from asp.app.game_run import GameRun
+from asp.app.run_config import GameRunConfig, defaults_for
 from asp.errors import ConfigError
 from asp.games import TrainConfig
 from asp.tinychess.game import TinyChessGame
@@ -52,17 +53,20 @@ def test_game_run_config_rejects_a_bad_value_naming_the_field(field: str, value:
 
 def test_game_run_config_play_configs_give_each_iteration_its_own_games_and_seed() -> None:
     cfg = GameRunConfig(game="tinychess", games=10, seed=3, max_plies=50, play_batch=7)
-    first, second = cfg.play_cfg(CHESS, 0, 0), cfg.play_cfg(CHESS, 1, 4)
+    run = GameRun(cfg, CHESS)
+    first, second = run.play_cfg(0, 0), run.play_cfg(1, 4)
     assert (first.first_game, first.n_games, first.model_version) == (0, 10, 0)
     assert (second.first_game, second.n_games, second.model_version) == (10, 10, 4)
     assert first.seed != second.seed
     assert (second.max_plies, second.batch_size) == (50, 7)
-    assert dataclasses.replace(cfg, seed=4).play_cfg(CHESS, 0, 0).seed != cfg.play_cfg(CHESS, 0, 0).seed
-    evaluation = cfg.eval_cfg(CHESS, 5)
-    assert evaluation == cfg.eval_cfg(CHESS, 5)  # the same openings of chance at every evaluation
+    assert GameRun(dataclasses.replace(cfg, seed=4), CHESS).play_cfg(0, 0).seed != run.play_cfg(0, 0).seed
+    evaluation = run.eval_cfg(5)
+    assert evaluation == run.eval_cfg(5)  # the same openings of chance at every evaluation
     assert (evaluation.n_games, evaluation.model_version, evaluation.temperature) == (100, 5, 0.0)
     assert evaluation.opponent_temperature == 1.0  # the random mover stays random
-    GameRunConfig(game="tinychess", seed=2**31 - 1, iterations=100_000).play_cfg(CHESS, 99_999, 0)  # the largest seed
+    GameRun(GameRunConfig(game="tinychess", seed=2**31 - 1, iterations=100_000), CHESS).play_cfg(
+        99_999, 0
+    )  # the largest seed
 
 
 def test_a_run_stored_before_eval_precision_existed_plays_every_evaluation_game() -> None:
@@ -82,7 +86,7 @@ def test_game_run_config_round_trips_through_a_dict_and_json() -> None:
     [
         (lambda d: d.update(playouts=3), "GameRunConfig has no field 'playouts'"),
         (lambda d: d["train"].update(gae_lambda=0.8), "GameRunConfig.train has no field 'gae_lambda'"),
-        (lambda d: d.update(eval_engine={"skil": 1}), "GameRunConfig.eval_engine has no field 'skil'"),
+        (lambda d: d.update(eval_engine=[1]), "GameRunConfig.eval_engine must be a mapping of its fields, got list"),
         (lambda d: d.update(train=[1]), "GameRunConfig.train must be a mapping of its fields, got list"),
         (lambda d: d.pop("game"), "GameRunConfig.game is missing"),
     ],
@@ -92,3 +96,15 @@ def test_game_run_config_from_a_dict_names_a_field_it_does_not_know(spoil: Calla
     spoil(data)
     with pytest.raises(ConfigError, match=re.escape(named)):
         GameRunConfig.from_dict(data)
+
+
+def test_a_run_checks_its_engine_against_the_engine_of_its_game() -> None:
+    # The config is plain data: the fields of the engine are the game's (TinyChess: EngineConfig's).
+    with pytest.raises(ConfigError, match=re.escape("GameRunConfig.eval_engine has no field 'skil'")):
+        GameRun(GameRunConfig(game="tinychess", eval_engine={"skil": 1}), CHESS)
+    with pytest.raises(ConfigError, match="EngineConfig.skill must be an int in 0..20, got 30"):
+        GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 30}), CHESS)
+    with pytest.raises(ConfigError, match="an engine plays chess, not connect4"):
+        GameRun(GameRunConfig(game="connect4", eval_engine={"skill": 1}))
+    engine = GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 1}), CHESS).engine
+    assert engine.describe() == "stockfish skill 1 nodes 100"

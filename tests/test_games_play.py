@@ -114,7 +114,7 @@ class _FailsAtThirdStone(RandomMover):
 
 
 def test_a_game_its_mover_fails_in_ends_there_unscored_and_the_others_go_on(logs: list[dict[str, Any]]) -> None:
-    from asp.app.evaluate import match_result_of
+    from asp.app.evaluation.elo import match_result_of
 
     cfg = PlayConfig(GAME, n_games=6, samples=False)
     records, stats = play_games(fresh_net(), _FailsAtThirdStone(), cfg)

@@ -1,4 +1,4 @@
-"""The rating ladder (asp.app.ladder): a Bradley-Terry fit over every game of a run's
+"""The rating ladder (asp.app.evaluation.ladder): a Bradley-Terry fit over every game of a run's
 evaluations finds the strengths that played them, anchored at the random mover, with 95%
 intervals that hold them; it reads a run's metrics lines and says what they show."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from asp.app.cli import main
-from asp.app.evaluate import score_from_elo
-from asp.app.ladder import (
+from asp.app.evaluation.elo import score_from_elo
+from asp.app.evaluation.ladder import (
     Pairing,
     fit_ladder,
     fit_ratings,

@@ -1,4 +1,4 @@
-"""Matches played in rounds (asp.app.matches): a match stops after the round whose score is
+"""Matches played in rounds (asp.app.evaluation.matches): a match stops after the round whose score is
 known closely enough, its games are the first games of the whole match, and matches played
 at once come back by name, or raise the first failure as it is."""
 
@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 import torch
 
+import asp.app.evaluation.matches
 import asp.app.game_run
-import asp.app.matches
 from asp import SelfPlay
-from asp.app.evaluate import match_result, match_result_of
-from asp.app.matches import ROUND_GAMES, Match, play_match, play_matches, score_interval, settled
+from asp.app.evaluation.elo import match_result, match_result_of
+from asp.app.evaluation.matches import ROUND_GAMES, Match, play_match, play_matches, score_interval, settled
 from asp.connect4 import ConnectFour, WinBlockMover
 from asp.errors import ConfigError
 from asp.games import PlayConfig, RandomMover
@@ -88,7 +88,7 @@ async def test_free_workers_take_the_games_of_the_match_given_first(monkeypatch:
         asked[opponent] = options["priority"]
         return Match([], 0.0, 0.0)
 
-    monkeypatch.setattr(asp.app.matches, "play_match", recorded)
+    monkeypatch.setattr(asp.app.evaluation.matches, "play_match", recorded)
     matches = {name: (name, None) for name in ("eval_v10", "eval", "eval_greedy")}
     played = await play_matches(None, None, matches, precision=0.1, priority=1)  # type: ignore[arg-type]
     assert asked == {"eval_v10": 3, "eval": 2, "eval_greedy": 1}
@@ -100,8 +100,9 @@ async def test_free_workers_take_the_games_of_the_match_given_first(monkeypatch:
 async def test_an_evaluation_gives_its_matches_against_past_versions_first(
     game: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asp.app.game_config import defaults_for
+    from asp.app.evaluation.evaluate import evaluate
     from asp.app.game_run import GameRun
+    from asp.app.run_config import defaults_for
 
     given: list[list[str]] = []
 
@@ -109,9 +110,9 @@ async def test_an_evaluation_gives_its_matches_against_past_versions_first(
         given.append(list(matches))
         return {name: Match([], 0.0, 0.0) for name in matches}
 
-    monkeypatch.setattr(asp.app.game_run, "play_matches", recorded)
-    monkeypatch.setattr(asp.app.game_run, "matches_metrics", lambda played: {})
-    kind = GameRun(defaults_for(game))
-    network = kind.new_model()
-    await kind.evaluate(None, network, 4, [(0, network), (2, network)])  # type: ignore[arg-type]
+    monkeypatch.setattr(asp.app.evaluation.evaluate, "play_matches", recorded)
+    monkeypatch.setattr(asp.app.evaluation.evaluate, "matches_metrics", lambda played: {})
+    run = GameRun(defaults_for(game))
+    network = run.new_model()
+    await evaluate(run, None, network, 4, [(0, network), (2, network)])  # type: ignore[arg-type]
     assert given[0][:2] == ["eval_v0", "eval_v2"] and "eval" in given[0][2:]

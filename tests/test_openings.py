@@ -8,7 +8,7 @@ import chess
 import pytest
 import torch
 
-from asp.app.game_config import match_starts
+from asp.app.run_config import match_starts
 from asp.games import MODEL, PlayConfig, RandomMover, play_games
 from asp.tinychess import ModelConfig, TinyChess, TinyChessGame
 from asp.tinychess.openings import OPENING_LINES, OPENINGS

@@ -24,17 +24,17 @@ from typing import Any
 import pytest
 from run_helpers import tiny_config, trained
 
-import asp.app.checkpoint
-import asp.app.curves
 import asp.app.loop_watch
+import asp.app.run.checkpoint
+import asp.app.run.curves
 import asp.app.session
-from asp.app.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
-from asp.app.curves import plot_curves
+from asp.app.evaluation.matches import endings
 from asp.app.game_run import GameRun
-from asp.app.matches import endings
 from asp.app.run import RunDir
+from asp.app.run.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
+from asp.app.run.curves import plot_curves
+from asp.app.run.writer import Writer
 from asp.app.session import train_session
-from asp.app.writer import Writer
 from asp.games import MODEL, Record, Trainer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -229,7 +229,7 @@ def test_curves_leave_pyplot_alone() -> None:
     # pyplot's global figure registry is not thread-safe, and the session plots in a thread.
     code = (
         "import sys, tempfile\n"
-        "from asp.app.curves import plot_curves\n"
+        "from asp.app.run.curves import plot_curves\n"
         "plot_curves([{'iteration': 0, 'loss/policy': 1.0}], tempfile.mkdtemp() + '/curves.png')\n"
         "sys.exit('matplotlib.pyplot' in sys.modules)\n"
     )
@@ -268,7 +268,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
         return timed_call
 
-    monkeypatch.setattr(asp.app.checkpoint, "save_atomic", timed("checkpoint", asp.app.checkpoint.save_atomic))
+    monkeypatch.setattr(asp.app.run.checkpoint, "save_atomic", timed("checkpoint", asp.app.run.checkpoint.save_atomic))
     monkeypatch.setattr(asp.app.session, "checkpoint_state", timed("copy", asp.app.session.checkpoint_state))
     call = Writer.call
 
@@ -289,7 +289,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
     run = RunDir(tmp_path / "run")
     ticking = asyncio.create_task(ticker())
     try:
-        history = await train_session(run, cfg, resume=False, workers=1)
+        history = await train_session(run, GameRun(cfg), resume=False, workers=1)
     finally:
         ticking.cancel()
     assert [m["iteration"] for m in history] == [0, 1]
@@ -328,7 +328,7 @@ async def test_a_session_cancelled_once_its_metrics_line_is_written_still_writes
     monkeypatch.setattr(RunDir, "append_metrics", append_then_cancel)
     run = RunDir(tmp_path / "run")
     cfg = tiny_config(iterations=3)
-    sessions.append(asyncio.create_task(train_session(run, cfg, resume=False, workers=1)))
+    sessions.append(asyncio.create_task(train_session(run, GameRun(cfg), resume=False, workers=1)))
     with pytest.raises(asyncio.CancelledError):
         await sessions[0]
     assert [m["iteration"] for m in run.read_metrics()] == [0]
@@ -346,25 +346,25 @@ async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are
     (the saves of the iterations between wait behind it)."""
     trained: list[int] = []
     overlapped: dict[int, bool] = {}
-    train, evaluate = Trainer.train, GameRun.evaluate
+    train, evaluate = Trainer.train, asp.app.session.evaluate
 
     def counted_train(self: Trainer, *args: Any, **kwargs: Any) -> Any:
         trained.append(len(trained))
         return train(self, *args, **kwargs)
 
-    async def evaluate_later(self: GameRun, selfplay: Any, model: Any, version: int, *rest: Any) -> Any:
-        if version + 1 < self.cfg.iterations:  # the last two versions have no two iterations after them
+    async def evaluate_later(game: GameRun, selfplay: Any, model: Any, version: int, *rest: Any) -> Any:
+        if version + 1 < game.cfg.iterations:  # the last two versions have no two iterations after them
             deadline = time.monotonic() + 60
             while len(trained) <= version + 1 and time.monotonic() < deadline:  # noqa: ASYNC110 (counted in the trainer's thread)
                 await asyncio.sleep(0.05)
             overlapped[version] = len(trained) > version + 1
-        return await evaluate(self, selfplay, model, version, *rest)
+        return await evaluate(game, selfplay, model, version, *rest)
 
     monkeypatch.setattr(Trainer, "train", counted_train)
-    monkeypatch.setattr(GameRun, "evaluate", evaluate_later)
+    monkeypatch.setattr(asp.app.session, "evaluate", evaluate_later)
     run = RunDir(tmp_path / "run")
     cfg = tiny_config(iterations=4, eval_every=1)
-    history = await train_session(run, cfg, resume=False, workers=1)
+    history = await train_session(run, GameRun(cfg), resume=False, workers=1)
     assert overlapped == {1: True, 2: True}
     assert [line["iteration"] for line in history] == [0, 1, 2, 3]
     assert [line["eval/version"] for line in history] == [1, 2, 3, 4]
@@ -378,9 +378,9 @@ async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are
 async def test_a_resume_keeps_the_whole_metrics_lines_before_one_that_a_crash_cut(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     cfg = tiny_config(iterations=1, eval_every=100)
-    first = await train_session(run, cfg, resume=False, workers=1)
+    first = await train_session(run, GameRun(cfg), resume=False, workers=1)
     run.metrics.write_text(run.metrics.read_text() + json.dumps(metrics_line(1))[:25])  # the next line, cut by a crash
-    resumed = await train_session(run, tiny_config(iterations=2, eval_every=100), resume=True, workers=1)
+    resumed = await train_session(run, GameRun(tiny_config(iterations=2, eval_every=100)), resume=True, workers=1)
     assert [line["iteration"] for line in resumed] == [0, 1] and resumed[0] == first[0]
     assert run.read_metrics() == resumed
     assert run.metrics.read_text() == "".join(json.dumps(line) + "\n" for line in resumed)
@@ -392,7 +392,9 @@ async def test_a_save_stopped_before_its_first_step_leaves_no_coroutine_never_aw
     session's exit cancels it then, and nothing of it may be left to warn at the next
     garbage collection (the warning would be printed under ``asp train``'s one line)."""
     told: list[str] = []
-    saver = asp.app.session._Saver(None, None, [], None, None, lambda kind, fields: told.append(kind))  # type: ignore[arg-type]
+    saver = asp.app.session._Saver(
+        None, None, [], None, None, engine=None, notify=lambda kind, fields: told.append(kind)
+    )  # type: ignore[arg-type]
     begun: list[int] = []
 
     async def write(iteration: int) -> dict[str, Any]:
@@ -413,7 +415,7 @@ async def test_a_save_stopped_before_its_first_step_leaves_no_coroutine_never_aw
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     """The writer process draws the curves; a failure comes back as text for a warning."""
-    from asp.app.artefacts import plot_history as _plot
+    from asp.app.run.artefacts import plot_history as _plot
 
     assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
     failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")

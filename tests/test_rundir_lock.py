@@ -1,5 +1,5 @@
 """A run directory has one owner: a second ``asp train`` on it is refused while the first runs,
-and a SIGKILLed owner leaves the directory free (``asp.app.lock``)."""
+and a SIGKILLed owner leaves the directory free (``asp.app.run.lock``)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import psutil
 import pytest
 from test_cli import RUN_LIMIT, TINY, asp, checkpoint, command, ok
 
-from asp.app.lock import LOCK_FILE, RunDirInUse, RunLock
+from asp.app.run.lock import LOCK_FILE, RunDirInUse, RunLock
 
 
 def test_a_second_lock_of_a_directory_is_refused_naming_the_holder(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_a_discarded_lock_leaves_no_file_and_locks_of_its_removed_file_are_none(
 
 
 def test_a_lock_held_by_a_killed_process_is_free(tmp_path: Path) -> None:
-    hold = f"from asp.app.lock import RunLock; RunLock({str(tmp_path)!r}).acquire(); print(1, flush=True); input()"
+    hold = f"from asp.app.run.lock import RunLock; RunLock({str(tmp_path)!r}).acquire(); print(1, flush=True); input()"
     with subprocess.Popen(
         [sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as holder:

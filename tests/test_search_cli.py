@@ -1,5 +1,5 @@
 """Search everywhere a model plays: ``asp train --search N``, and ``asp play``/``asp eval`` playing
-a checkpoint as its run was configured (:func:`asp.app.game_commands.play_search`); the ladder
+a checkpoint as its run was configured (:func:`asp.app.commands.options.play_search`); the ladder
 (greedy mover, any UCI engine)."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from asp.app.game_commands import play_search
-from asp.app.game_config import GameRunConfig
+from asp.app.commands.options import play_search
+from asp.app.game_run import GameRun
+from asp.app.run_config import GameRunConfig
 from asp.search import SearchConfig
 from asp.tinychess.game import TinyChessGame
 
@@ -91,7 +92,7 @@ def options(**given: object) -> argparse.Namespace:
 
 
 def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() -> None:
-    cfg = GameRunConfig(game="tinychess", search=12, search_considered=8, eval_search=12)
+    cfg = GameRun(GameRunConfig(game="tinychess", search=12, search_considered=8, eval_search=12))
     assert play_search(cfg, options()) == SearchConfig(12, 8, gumbel_scale=0.0)
     assert play_search(cfg, options(), sampling=True) == SearchConfig(12, 8, gumbel_scale=1.0)
     assert play_search(cfg, options(search=3)) == SearchConfig(3, 8, gumbel_scale=0.0)
@@ -101,10 +102,10 @@ def test_a_checkpoint_plays_as_its_run_was_configured_unless_told_otherwise() ->
 
 
 def test_a_run_can_search_deeper_when_it_plays_to_win_than_in_self_play() -> None:
-    cfg = GameRunConfig(game="tinychess", search=4, eval_search=48)
+    cfg = GameRun(GameRunConfig(game="tinychess", search=4, eval_search=48))
     assert play_search(cfg, options(), sampling=True) == SearchConfig(4, gumbel_scale=1.0)  # self-play
     assert play_search(cfg, options()) == SearchConfig(48, gumbel_scale=0.0)
     assert play_search(cfg, options(search=8)) == SearchConfig(8, gumbel_scale=0.0)
     chess = TinyChessGame()
-    assert dataclasses.replace(cfg, eval_search=0).eval_cfg(chess, 0).search is None  # its policy alone
-    assert cfg.play_cfg(chess, 0, 0).search == SearchConfig(4)
+    assert GameRun(dataclasses.replace(cfg.cfg, eval_search=0), chess).eval_cfg(0).search is None  # its policy alone
+    assert GameRun(cfg.cfg, chess).play_cfg(0, 0).search == SearchConfig(4)

@@ -16,7 +16,7 @@ import chess
 import pytest
 
 from asp.app.cli import main
-from asp.app.show import read_game, render, write_boards
+from asp.app.commands.show_pgn import read_game, render, write_boards
 from asp.errors import ConfigError
 from asp.games import MODEL, OPPONENT, Record
 from asp.tinychess import TinyChessGame

@@ -1,4 +1,4 @@
-"""TensorBoard scalars (asp.app.tensorboard): every metric of a line reads back from the
+"""TensorBoard scalars (asp.app.run.tensorboard): every metric of a line reads back from the
 event files at its iteration, a resumed run's lines replace the ones it played again, and
 ``--tensorboard`` without the package is one line."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import read_scalars
 
-from asp.app.tensorboard import check_tensorboard, write_scalars
+from asp.app.run.tensorboard import check_tensorboard, write_scalars
 from asp.errors import ConfigError
 
 

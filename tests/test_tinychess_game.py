@@ -204,13 +204,15 @@ def test_self_play_records_white_s_material_lead_at_every_position() -> None:
 
 
 def test_a_game_run_plays_the_greedy_mover_and_its_past_versions_from_the_openings_with_both_colours() -> None:
-    from asp.app.game_config import GameRunConfig, defaults_for
+    from asp.app.game_run import GameRun
+    from asp.app.run_config import GameRunConfig, defaults_for
     from asp.tinychess.openings import OPENINGS
 
     cfg: GameRunConfig = defaults_for("asp.tinychess.game:TinyChessGame")
-    random_match = cfg.eval_cfg(GAME, 1)
-    greedy_match = cfg.mover_match_cfg(GAME, 1)
-    version_match = cfg.version_match_cfg(GAME, 2, 1)
+    run = GameRun(cfg, GAME)
+    random_match = run.eval_cfg(1)
+    greedy_match = run.mover_match_cfg(1)
+    version_match = run.version_match_cfg(2, 1)
     assert random_match.openings == () and random_match.random_plies == 0
     assert version_match.random_plies == 0 and version_match.opponent_version == 1
     for match, opponent in ((greedy_match, GreedyChessMover()), (version_match, fresh_net(1))):
@@ -221,7 +223,7 @@ def test_a_game_run_plays_the_greedy_mover_and_its_past_versions_from_the_openin
 
 
 def test_a_game_run_writes_its_games_as_pgn_beside_the_json_lines(tmp_path: Path, pgn_extract: str) -> None:
-    from asp.app.game_run import write_records
+    from asp.app.games_file import write_records
 
     start = GAME.start()
     mated = Record(7, GAME.state_text(start), [], 0.0, "rules", MODEL, OPPONENT, 2, opponent_name="greedy")

@@ -19,8 +19,8 @@ from run_helpers import tiny_config
 from test_cli import RUN_LIMIT, command, finish, ok
 
 from asp.app.cli import _parser, main
+from asp.app.commands.train import _resume_hint
 from asp.app.run import RunDir
-from asp.app.train_command import _resume_hint
 
 TINY_C4 = ("--game", "connect4", "--games", "4", "--max-plies", "12", "--eval-games", "2", "--search", "2",
            "--eval-search", "0", "--hidden", "16", "--workers", "1", "--no-progress")  # fmt: skip

@@ -19,9 +19,10 @@ import pytest
 import torch
 from run_helpers import tiny_config, trained
 
-from asp.app.checkpoint import CHECKPOINT, checkpoint_state, kept_version_state, version_path, write_checkpoint
 from asp.app.cli import main
-from asp.app.game_config import GameRunConfig
+from asp.app.game_run import GameRun
+from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state, kept_version_state, version_path, write_checkpoint
+from asp.app.run_config import GameRunConfig
 from asp.games import TrainConfig, Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +49,7 @@ def tictactoe_state(**fields: object) -> dict[str, object]:
     cfg = GameRunConfig(game="examples.tictactoe:TicTacToe", games=4, max_plies=9, search=2, eval_search=2,
                         train=TrainConfig(device="cpu"))  # fmt: skip
     torch.manual_seed(0)
-    trainer = Trainer(cfg.new_network(game), game, cfg.train)
+    trainer = Trainer(GameRun(cfg, game).new_model(), game, cfg.train)
     state = checkpoint_state(trainer, dataclasses.replace(cfg, game=SPEC), next_iteration=1, version=1)
     state.update(fields)
     return state

@@ -1,4 +1,4 @@
-"""The writer of games and curves is replaced when it dies (``asp.app.writer``), in a run too."""
+"""The writer of games and curves is replaced when it dies (``asp.app.run.writer``), in a run too."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from helpers import survivors
 from structlog.testing import capture_logs
 from test_cli import RUN_LIMIT, TINY, command
 
-from asp.app.writer import Writer, _death_of
+from asp.app.run.writer import Writer, _death_of
 
 
 def _sleep_forever() -> None:

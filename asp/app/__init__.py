@@ -1,7 +1,12 @@
-"""The application layer: the pieces of the ``asp`` command.
+"""The application layer: the ``asp`` command and what it keeps on disk.
 
-* :mod:`asp.app.show`: ``asp show``, a position of a PGN game drawn as an SVG board.
+* :mod:`asp.app.cli`: the command line, a table of :mod:`asp.app.commands` (train, play,
+  eval, show, moves), each with its parser and its run function;
+* :mod:`asp.app.game_run`: :class:`~asp.app.game_run.GameRun`, a run of a game (the loaded
+  game and the run's config), built once by a command and passed on;
+* :mod:`asp.app.session`: the training session behind ``asp train``;
+* :mod:`asp.app.run`: the run directory (checkpoint, kept versions, metrics, curves, lock);
+* :mod:`asp.app.evaluation`: matches, their scores and Elo, the rating ladder.
 
-More of the command's modules (the training session, the run directory, evaluation matches,
-the display, the curves) move here later; the game and the orchestrator never import it.
+The game and the orchestrator never import it.
 """

@@ -2,7 +2,7 @@
 writes it.
 
 The file is TOML, or JSON where its name ends in ``.json`` (a run's own ``config.json``).
-It holds the fields of the run's config, :class:`~asp.app.game_config.GameRunConfig`, with
+It holds the fields of the run's config, :class:`~asp.app.run_config.GameRunConfig`, with
 the trainer in a ``[train]`` table, the engine in ``[eval_engine]``, the network in
 ``[network]`` (the fields of the game's network config).
 A key left out keeps the game's default; an option on the command line overrides the file.

@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from asp.app.ladder import ladder_text
-from asp.app.metrics import mover_scores, version_scores
+from asp.app.evaluation.ladder import ladder_text
+from asp.app.run.metrics import mover_scores, version_scores
 
 __all__ = ["TrainDisplay"]
 

@@ -1,134 +1,136 @@
-"""What a training session needs to know of the game it trains: :class:`GameRun`.
+"""A run of a game: :class:`GameRun`, the loaded game and the run's config together.
 
-The session (:mod:`asp.app.session`) is the same for every game: pipeline, checkpoints,
-metrics, curves. What depends on the game is here: the network and trainer a run starts
-with, the self-play config of an iteration, the evaluations, and how the games are written.
+Every command builds one from the game it loaded (``asp train`` from its options, the others
+from a checkpoint) and passes it on; nothing after it loads the game again. The configs of
+play are derived here and only here from the run's config (plain data,
+:class:`~asp.app.run_config.GameRunConfig`): self-play's of an iteration, the evaluations',
+the matches against past versions; so are the network, the trainer, the engine a run's
+evaluations play, and the games file.
+
+>>> from asp.app.run_config import GameRunConfig
+>>> run = GameRun(GameRunConfig(game="connect4", games=8))
+>>> run.game.name, run.play_cfg(iteration=2, version=1).first_game
+('connect4', 16)
+>>> run.search_cfg(sampling=False).simulations
+64
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import structlog
 import torch
 
-from asp.app.evaluate import match_result_of
-from asp.app.game_config import GameRunConfig
-from asp.app.games import load_game
-from asp.app.matches import matches_metrics, play_matches
-from asp.atomic import write_text_atomic
-from asp.errors import ConfigError, ShardFailed
-from asp.games import Record, Trainer
-from asp.games.protocol import exported
-from asp.selfplay import SelfPlay
-from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
-from asp.tinychess.game import TinyChessGame
+from asp.app.evaluation.matches import PAST_VERSION_GAMES
+from asp.app.game_loader import load_game
+from asp.app.games_file import write_records
+from asp.app.run_config import GameRunConfig, fields_of, match_starts, network_config
+from asp.errors import ConfigError
+from asp.games import PlayConfig, Trainer
+from asp.games.protocol import engine_config
+from asp.search import SearchConfig
 
-__all__ = ["EVAL_PRIORITY", "GameRun", "Past", "write_records"]
-
-log = structlog.get_logger("asp.train")
-
-Past = Sequence[tuple[int, torch.nn.Module]]
-"""Versions a run keeps that an evaluation also plays: ``(version, network)``."""
-
-
-EVAL_PRIORITY = 1
-"""Evaluation games go to free workers before self-play's: an iteration's metrics line and
-checkpoint wait for its evaluation, not for the next iteration's games."""
-
-
-def _engine_of(wanted: EngineConfig | None, engine_path: str | None) -> tuple[EngineOpponent | None, str | None]:
-    """The engine a run's evaluations play (``wanted``, at ``engine_path``; None: where asp
-    looks) and None; or, when the run wants none, None and None; or, when it is not found,
-    None and the note that says so (logged: the run goes on without it)."""
-    if wanted is None:
-        return None, None
-    try:  # finds the executable only: each worker starts its own engine when it first plays
-        return EngineOpponent(dataclasses.replace(wanted, path=engine_path)), None
-    except EngineNotFound as e:
-        log.warning("engine_eval_skipped", reason=str(e))
-        return None, f"no evaluation against {wanted.describe()}: {e}"
+__all__ = ["GameRun"]
 
 
 class GameRun:
-    """Any :class:`~asp.games.Game`: its default network, :class:`asp.games.Trainer`, one
-    evaluation against each of the game's movers (``eval/...`` for the random mover, from the
-    start position; ``eval_<name>/...`` for the others, from the game's openings where it has
-    them) and, for chess, an engine when the run asks and it is found (``eval_sf/...``); games
-    as JSON lines (and in the game's own format where it has one)."""
+    """The run ``cfg`` of ``game`` (the game ``cfg.game`` names, loaded; None: load it here).
 
-    games_suffix = ".jsonl"
+    :raises ConfigError: the config does not fit the game: network fields it does not have,
+        or an engine (``eval_engine``) for a game without one.
+    """
 
-    def __init__(self, cfg: GameRunConfig, *, engine_path: str | None = None) -> None:
+    def __init__(self, cfg: GameRunConfig, game: Any = None) -> None:
         self.cfg = cfg
-        self.game = load_game(cfg.game)
-        if cfg.eval_engine is not None and not isinstance(self.game, TinyChessGame):
-            raise ConfigError(f"GameRunConfig.eval_engine: an engine plays chess, not {cfg.game}")
-        self.engine, self.note = _engine_of(cfg.eval_engine, engine_path)
+        self.game = load_game(cfg.game, option="the run's game") if game is None else game
+        self.engine = self._engine(cfg.eval_engine)
+        """The config of the engine the evaluations also play (``cfg.eval_engine``), or None."""
+        self.network_cfg = network_config(self.game, cfg.network)
+        """The config of the run's network: the game's, with ``cfg.network`` over it."""
+
+    def _engine(self, fields: dict[str, Any] | None) -> Any:
+        if fields is None:
+            return None
+        default = engine_config(self.game, {})
+        if default is None:
+            raise ConfigError(f"eval_engine: an engine plays chess, not {self.cfg.game}")
+        return engine_config(self.game, fields_of("GameRunConfig.eval_engine", type(default), fields))
+
+    def with_cfg(self, cfg: GameRunConfig) -> GameRun:
+        """The run ``cfg`` of the same game (a resumed run's stored config), not loaded again."""
+        return GameRun(cfg, self.game)
 
     def new_model(self) -> torch.nn.Module:
-        model: torch.nn.Module = self.cfg.new_network(self.game)
+        """A fresh network of the run's game, of the run's shape."""
+        model: torch.nn.Module = self.game.network(self.network_cfg) if self.cfg.network else self.game.network()
         return model
 
     def new_trainer(self, model: torch.nn.Module) -> Trainer:
         return Trainer(model, self.game, self.cfg.train)
 
-    def play_cfg(self, iteration: int, version: int) -> Any:
-        return self.cfg.play_cfg(self.game, iteration, version)
+    def search_cfg(self, *, sampling: bool, simulations: int | None = None) -> SearchConfig | None:
+        """The model's search: sampling with ``search`` simulations in self-play; the best
+        action with ``eval_search`` when it plays to win (None: the policy alone);
+        ``simulations``, where given, instead of either (0: none)."""
+        if simulations is None:
+            simulations = self.cfg.search if sampling else self.cfg.eval_search
+        if simulations == 0:
+            return None
+        return SearchConfig(simulations, self.cfg.search_considered, gumbel_scale=1.0 if sampling else 0.0)
 
-    async def evaluate(
-        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = ()
-    ) -> dict[str, Any]:
-        # The matches against past versions first: the costliest, split between the workers.
-        matches: dict[str, tuple[Any, Any]] = {
-            f"eval_v{old}": (network, self.cfg.version_match_cfg(self.game, version, old)) for old, network in past
-        }
-        matches["eval"] = (self.game.movers()["random"], self.cfg.eval_cfg(self.game, version))
-        for name, mover in self.game.movers().items():
-            if name != "random":
-                matches[f"eval_{name}"] = (mover, self.cfg.mover_match_cfg(self.game, version))
-        played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
-        line = matches_metrics(played)
-        if self.engine is not None:
-            line.update(await self._engine_match(selfplay, model, version, self.engine))
-        return line
+    def play_cfg(self, iteration: int, version: int) -> PlayConfig:
+        """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
+        cfg = self.cfg
+        return PlayConfig(
+            self.game,
+            n_games=cfg.games,
+            seed=cfg.seed * 1_000_003 + iteration,
+            first_game=iteration * cfg.games,
+            max_plies=cfg.max_plies,
+            batch_size=cfg.play_batch,
+            model_version=version,
+            search=self.search_cfg(sampling=True),
+        )
 
-    async def _engine_match(
-        self, selfplay: SelfPlay, model: torch.nn.Module, version: int, engine: EngineOpponent
-    ) -> dict[str, Any]:
-        """The match against the engine: ``eval_sf/...``. An engine that keeps failing, or a
-        match with no game finished, is logged and reported as ``eval_sf/error``: it never
-        stops training."""
-        cfg = self.cfg.mover_match_cfg(self.game, version)
-        try:
-            played = await play_matches(
-                selfplay, model, {"eval_sf": (engine, cfg)}, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY
-            )
-            failures = match_result_of(played["eval_sf"].records).engine_failures
-        except (ShardFailed, EngineFailed, ConfigError) as e:
-            log.warning("engine_eval_failed", engine=engine.opponent_name, error=repr(e))
-            return {"eval_sf/error": repr(e)[:300]}
-        return {"eval_sf/engine": engine.opponent_name, **matches_metrics(played), "eval_sf/engine_failures": failures}
+    def eval_cfg(self, version: int, *, games: int | None = None, seed: int = 0) -> PlayConfig:
+        """The config of an evaluation: the model plays to win (its search without noise),
+        half the games first, half second; fixed seed."""
+        cfg = self.cfg
+        return PlayConfig(
+            self.game,
+            n_games=cfg.eval_games if games is None else games,
+            seed=10**9 + cfg.seed + seed,
+            max_plies=cfg.max_plies,
+            temperature=0.0,
+            opponent_temperature=1.0,
+            batch_size=cfg.play_batch,
+            model_version=version,
+            samples=False,
+            search=self.search_cfg(sampling=False),
+        )
 
-    def games_writer(self) -> Any:
-        return functools.partial(write_records, game=self.cfg.game)
+    def mover_match_cfg(self, version: int) -> PlayConfig:
+        """The config of an evaluation against a heuristic mover (not the random one): from
+        the game's openings where it has them (:func:`~asp.app.run_config.match_starts`)."""
+        return dataclasses.replace(self.eval_cfg(version), **match_starts(self.game, between_networks=False))
 
+    def version_match_cfg(self, version: int, opponent_version: int) -> PlayConfig:
+        """The config of a match of ``version`` against a version the run keeps, both playing
+        to win from varied starts (each played with both colours): at most
+        :data:`~asp.app.evaluation.matches.PAST_VERSION_GAMES` games (see
+        :mod:`asp.app.evaluation.ladder`)."""
+        return dataclasses.replace(
+            self.eval_cfg(version, games=min(self.cfg.eval_games, PAST_VERSION_GAMES)),
+            opponent_temperature=None,
+            opponent_version=opponent_version,
+            opponent_search=self.search_cfg(sampling=False),
+            **match_starts(self.game, between_networks=True),
+        )
 
-def write_records(records: Iterable[dict[str, Any]], path: str | os.PathLike[str], *, game: str) -> Path:
-    """Write plain records (:meth:`asp.games.Record.plain`) of ``game`` (its name or
-    ``MODULE:ATTR``, which ``asp show`` loads) to ``path`` as JSON lines, atomically; and,
-    where the game has a file format of its own (:func:`asp.games.protocol.exported`), the
-    same games in it beside them (TinyChess: ``iter-0001.pgn`` beside ``iter-0001.jsonl``)."""
-    target = Path(path)
-    plain = list(records)
-    write_text_atomic(target, "".join(json.dumps({"game": game, **record}) + "\n" for record in plain))
-    export = exported(load_game(game), [Record(**record) for record in plain])
-    if export is not None and target.with_suffix(export[0]) != target:  # the records are not overwritten
-        write_text_atomic(target.with_suffix(export[0]), export[1])
-    return target
+    def write_games(self, records: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
+        """Write plain records of the run's games to ``path`` (:func:`asp.app.games_file.write_records`)."""
+        return write_records(records, path, game=self.cfg.game, loaded=self.game)

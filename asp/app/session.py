@@ -3,7 +3,8 @@
 :func:`train_session` is the main job of asp: it plays and trains with :class:`asp.Pipeline`,
 evaluates, and after every iteration writes the iteration's games, the curves, a metrics
 line and an atomic checkpoint. What depends on the game (its network, trainer, evaluations
-and games file) comes from the run's :class:`~asp.app.game_run.GameRun`.
+and games file) comes from the run's :class:`~asp.app.game_run.GameRun`, built once by
+the command and passed on.
 """
 
 from __future__ import annotations
@@ -21,24 +22,24 @@ from typing import Any
 import structlog
 import torch
 
-from asp.app.artefacts import commit_iteration, keep_version, plot_history
-from asp.app.checkpoint import (
+from asp.app.evaluation.evaluate import engine_opponent, evaluate
+from asp.app.evaluation.ladder import ladder_metrics, past_versions
+from asp.app.game_run import GameRun
+from asp.app.loop_watch import LoopWatch
+from asp.app.run import RunDir
+from asp.app.run.artefacts import commit_iteration, keep_version, plot_history
+from asp.app.run.checkpoint import (
     Restored,
     RunError,
     checkpoint_state,
     kept_versions,
-    model_from_checkpoint,
     restore_checkpoint,
+    run_from_checkpoint,
     version_path,
 )
-from asp.app.game_config import GameRunConfig
-from asp.app.game_run import GameRun
-from asp.app.ladder import ladder_metrics, past_versions
-from asp.app.loop_watch import LoopWatch
-from asp.app.metrics import metrics_line
-from asp.app.run import RunDir
-from asp.app.tensorboard import TENSORBOARD, write_scalars
-from asp.app.writer import Writer
+from asp.app.run.metrics import metrics_line
+from asp.app.run.tensorboard import TENSORBOARD, write_scalars
+from asp.app.run.writer import Writer
 from asp.errors import IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
@@ -55,7 +56,7 @@ Progress = Callable[[str, dict[str, Any]], None]
 
 async def train_session(
     run: RunDir,
-    cfg: GameRunConfig,
+    game: GameRun,
     *,
     resume: bool,
     workers: int | None = None,
@@ -67,43 +68,46 @@ async def train_session(
     engine_path: str | None = None,
     tensorboard: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run (or resume) a training run in ``run``; return every iteration's metrics line.
+    """Run (or resume) the training run ``game`` in ``run``; return every iteration's metrics line.
 
     Files are written in threads, so the workers' shards keep being collected meanwhile; once
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
     ``backend`` and ``address`` choose where the workers run (see :class:`asp.SelfPlay`);
     ``trainer_threads`` sets torch's thread count in this process for the session;
-    ``engine_path`` is where the engine of a chess run's ``cfg.eval_engine`` is (None:
-    look for Stockfish). Without an engine, the run trains and evaluates against the movers
+    ``engine_path`` is where the engine of the run's ``eval_engine`` is (None:
+    where its game looks). Without an engine, the run trains and evaluates against the movers
     only, and says so. ``tensorboard``: each metrics line also goes to TensorBoard event files
-    in the run directory (:mod:`asp.app.tensorboard`).
+    in the run directory (:mod:`asp.app.run.tensorboard`).
     """
     notify = progress or (lambda kind, fields: None)
     threads = torch.get_num_threads()
     if trainer_threads is not None:
         torch.set_num_threads(trainer_threads)
     try:
-        kind = GameRun(cfg, engine_path=engine_path)
+        engine, note = engine_opponent(game, engine_path)
         selfplay = functools.partial(
             SelfPlay, workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
         )
-        return await _session(run, kind, resume, selfplay, notify, tensorboard)
+        saving = functools.partial(_Saver, run, game, engine=engine, notify=notify, tensorboard=tensorboard)
+        return await _train(run, game, resume, selfplay, saving, notify, note)
     finally:
         torch.set_num_threads(threads)
 
 
-async def _session(
-    run: RunDir, kind: GameRun, resume: bool, new_selfplay: Callable[[], SelfPlay], notify: Progress,
-    tensorboard: bool,
+async def _train(
+    run: RunDir, game: GameRun, resume: bool, new_selfplay: Callable[[], SelfPlay],
+    new_saver: Callable[..., _Saver], notify: Progress, note: str | None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    cfg = kind.cfg
+    """Train, from the start or where ``run`` stopped; ``new_saver(history, selfplay, writer)``
+    writes each iteration's files."""
+    cfg = game.cfg
     torch.manual_seed(cfg.seed)
-    model = kind.new_model()
-    trainer = kind.new_trainer(model)
+    model = game.new_model()
+    trainer = game.new_trainer(model)
     start, version = 0, 0
     first_plays: list[tuple[int, torch.nn.Module]] = []
     if resume:
-        restored = _restore(run, kind, model, trainer)  # changes no file
+        restored = _restore(run, game, model, trainer)  # changes no file
         start, version, first_plays = restored.next_iteration, restored.version, restored.pending_plays
         history = run.truncate_metrics(start)
         if run.checkpoint.exists():
@@ -118,7 +122,7 @@ async def _session(
         return history
     if start == 0:  # version 0, the untrained network: the first rung of the ladder
         await finish_in_thread(keep_version, run, cfg, version=0, next_iteration=0, weights=model.state_dict())
-    notify("started", {"iteration": start, "note": kind.note})
+    notify("started", {"iteration": start, "note": note})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
         notify("games", {"iteration": iteration, "done": done, "total": total})
@@ -134,13 +138,13 @@ async def _session(
                 selfplay,
                 model,
                 train=trainer.train,
-                play_cfg=kind.play_cfg,
+                play_cfg=game.play_cfg,
                 overlap=cfg.overlap,
                 max_staleness=cfg.max_staleness,
                 on_shard=on_shard,
             )
             reports = pipeline.run(cfg.iterations - start, start=start, version=version, first_plays=first_plays)
-            saver = _Saver(run, kind, history, selfplay, writer, notify, tensorboard=tensorboard)
+            saver = new_saver(history, selfplay, writer)
             async with saver, contextlib.aclosing(reports):
                 async for report in reports:
                     await saver.save(report, model, trainer, watch)
@@ -161,15 +165,17 @@ class _Saver:
     :data:`MAX_PENDING_SAVES` behind); a save cut short by a stop leaves its files whole."""
 
     def __init__(
-        self, run: RunDir, kind: GameRun, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer,
-        notify: Progress, *, tensorboard: bool = False,
+        self, run: RunDir, game: GameRun, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer, *,
+        engine: Any, notify: Progress, tensorboard: bool = False,
     ) -> None:  # fmt: skip
-        self.run, self.kind, self.history = run, kind, history
+        self.run, self.game, self.history = run, game, history
+        self.engine = engine
+        """The engine the evaluations play, found (None: none)."""
         self.selfplay, self.writer, self.notify = selfplay, writer, notify
         self.saving: collections.deque[asyncio.Task[None]] = collections.deque()
         """The saves not yet done, oldest first."""
         self.tensorboard = tensorboard
-        """Each metrics line also goes to TensorBoard (:mod:`asp.app.tensorboard`)."""
+        """Each metrics line also goes to TensorBoard (:mod:`asp.app.run.tensorboard`)."""
 
     async def __aenter__(self) -> _Saver:
         return self
@@ -193,7 +199,7 @@ class _Saver:
     async def save(self, report: IterationReport, model: torch.nn.Module, trainer: Any, watch: LoopWatch) -> None:
         """Queue the save of ``report``'s iteration behind the saves before it; wait only
         while :data:`MAX_PENDING_SAVES` are queued."""
-        cfg = self.kind.cfg
+        cfg = self.game.cfg
         # Nothing trains until the next report is asked for: this is the state after training
         # on this iteration, copied before any thread writes it. (The weights of plays that had
         # begun are snapshots: nothing writes them.)
@@ -241,19 +247,19 @@ class _Saver:
         run, writer = self.run, self.writer
         started = time.perf_counter()
         plain = [record.plain() for record in report.records]  # the samples are the trainer's, not the file's
-        path = run.games(report.iteration, suffix=self.kind.games_suffix)
-        await finish_thread_call(functools.partial(writer.call, self.kind.games_writer(), plain, path))
+        path = run.games(report.iteration)
+        await finish_thread_call(functools.partial(writer.call, self.game.write_games, plain, path))
         games_seconds = time.perf_counter() - started
-        line = metrics_line(report, self.kind.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
+        line = metrics_line(report, self.game.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
         line.update(report.extra)
         if evaluated is not None:
             self.notify("evaluating", {"iteration": report.iteration})
             version = report.version_trained + 1
-            await finish_in_thread(keep_version, run, self.kind.cfg, version=version,
+            await finish_in_thread(keep_version, run, self.game.cfg, version=version,
                                    next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
             evaluating = time.perf_counter()
             past = await finish_in_thread(
-                _kept_networks, run, past_versions(kept_versions(run.path), version), self.kind.cfg.game
+                _kept_networks, run, past_versions(kept_versions(run.path), version), self.game
             )
             line["eval/version"] = version
             line.update(await self._evaluate(report.iteration, evaluated, version, past))
@@ -280,7 +286,7 @@ class _Saver:
         """The evaluation of ``model``, the weights ``iteration`` trained, as ``version``; a
         failure that another attempt would only repeat names the iteration (IterationFailed)."""
         try:
-            return await self.kind.evaluate(self.selfplay, model, version, past)
+            return await evaluate(self.game, self.selfplay, model, version, past, self.engine)
         except ShardFailed as e:
             if isinstance(e.error, NotRetried):
                 raise IterationFailed(iteration, e.error) from e
@@ -295,24 +301,23 @@ def _to_tensorboard(run: RunDir, line: dict[str, Any]) -> None:
         log.warning("tensorboard_failed", error=repr(e))
 
 
-def _kept_networks(run: RunDir, versions: list[int], game: str) -> list[tuple[int, torch.nn.Module]]:
-    """The networks of ``versions``, kept by ``run``, a run of ``game``."""
-    return [(v, model_from_checkpoint(version_path(run.path, v), run_game=game)[0]) for v in versions]
+def _kept_networks(run: RunDir, versions: list[int], game: GameRun) -> list[tuple[int, torch.nn.Module]]:
+    """The networks of ``versions``, kept by ``run``, the run ``game``."""
+    return [(v, run_from_checkpoint(version_path(run.path, v), run=game)[1]) for v in versions]
 
 
-def check_resumable(run: RunDir, cfg: GameRunConfig) -> None:
-    """Raise RunError if ``run`` cannot be resumed with ``cfg``; reads and changes no file but
+def check_resumable(run: RunDir, game: GameRun) -> None:
+    """Raise RunError if ``run`` cannot be resumed as ``game``; reads and changes no file but
     the checkpoint and metrics it reads (as :func:`train_session` with ``resume=True`` would)."""
-    kind = GameRun(cfg)
     rng = torch.get_rng_state()
     try:
-        model = kind.new_model()
-        _restore(run, kind, model, kind.new_trainer(model))
+        model = game.new_model()
+        _restore(run, game, model, game.new_trainer(model))
     finally:
         torch.set_rng_state(rng)
 
 
-def _restore(run: RunDir, kind: GameRun, model: torch.nn.Module, trainer: Any) -> Restored:
+def _restore(run: RunDir, game: GameRun, model: torch.nn.Module, trainer: Any) -> Restored:
     """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
     run stopped before its first checkpoint starts again at iteration 0). Writes no file.
 
@@ -329,4 +334,4 @@ def _restore(run: RunDir, kind: GameRun, model: torch.nn.Module, trainer: Any) -
                 "restore the checkpoint or start a new run in another --run-dir"
             )
         return Restored(next_iteration=0, version=0, pending_plays=[])
-    return restore_checkpoint(run.checkpoint, kind.cfg, model, trainer)
+    return restore_checkpoint(run.checkpoint, game, model, trainer)

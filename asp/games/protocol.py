@@ -56,6 +56,14 @@ Rules of the protocol, which asp relies on:
     (TinyChess: a FEN, or an EPD with its operations; Connect Four: the solver test sets'
     ``COLUMNS SCORE``); it raises ValueError for a line that is no such position. Without
     it, :meth:`Game.parse_state` of the whole line (:func:`parsed_line`).
+  - ``engine(fields, names=None) -> config``: an outside program that plays the game
+    (TinyChess: a UCI engine such as Stockfish), its config made from ``fields``, plain data
+    (a run's ``eval_engine``; ConfigError for a bad value, called as ``names`` says: a
+    command line names its options). The config is a frozen dataclass of the program's
+    settings with ``describe() -> str``, the program in words, and ``opponent(path=None)
+    -> Mover``, which finds the program (at ``path``, else where the game looks) or raises
+    :class:`~asp.errors.OpponentNotFound`; the opponent's ``close()``, where it has one,
+    ends the program. Without it, the game has no engine (:func:`engine_config`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
@@ -91,6 +99,7 @@ __all__ = [
     "State",
     "Symmetry",
     "adjudicated",
+    "engine_config",
     "exported",
     "heuristic",
     "openings",
@@ -280,6 +289,16 @@ def parsed_line(game: Game[State], text: str) -> State:
     """
     parse_line = getattr(game, "parse_line", None)
     return game.parse_state(text) if parse_line is None else parse_line(text)
+
+
+def engine_config(game: Game[Any], fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> Any:
+    """``game.engine(fields, names)``, the config of the game's outside opponent, or None
+    where the game has no engine.
+
+    :raises ConfigError: a value out of its range, named as ``names`` says.
+    """
+    engine = getattr(game, "engine", None)
+    return None if engine is None else engine(fields, names)
 
 
 def packed(game: Game[State], states: Sequence[State]) -> np.ndarray:

@@ -17,7 +17,7 @@ nothing for ``move_timeout`` seconds (beyond ``time``) fails the game it was ask
 That game ends unscored with termination ``"engine_failure"`` (result ``"*"`` in its PGN);
 the failure is logged (event ``engine_failure``), the engine is killed, and a fresh one is
 started for the next move. Scores leave such games out and count them apart
-(:func:`~asp.app.evaluate.match_result_of`): calling them either side's loss would
+(:func:`~asp.app.evaluation.elo.match_result_of`): calling them either side's loss would
 measure the engine's plumbing, not the model. After ``max_failures`` failures in a row (no
 move answered in between) the opponent gives up with :class:`EngineFailed`.
 
@@ -52,7 +52,7 @@ import chess.engine
 import structlog
 
 from asp.checks import SECONDS, check_int, check_number
-from asp.errors import ConfigError, NotRetried
+from asp.errors import ConfigError, NotRetried, OpponentNotFound
 from asp.games.movers import BaseMover
 from asp.games.protocol import MoveFailed
 from asp.tinychess.moves import move_index
@@ -79,7 +79,7 @@ _START_TIMEOUT = 10.0  # seconds to start and set up an engine, at the least (a 
 _SLACK = 5.0  # seconds past a deadline before the event loop itself counts as stuck
 
 
-class EngineNotFound(ConfigError):
+class EngineNotFound(OpponentNotFound):
     """The engine's executable is not where ``EngineConfig.path`` (``--engine``) says, or, with
     no path, ``stockfish`` is neither on PATH nor in :data:`ENGINE_DIRS`."""
 
@@ -119,6 +119,30 @@ class EngineConfig:
             check_engine_field(spec.name, getattr(self, spec.name))
         if self.nodes is None and self.time is None:
             raise ConfigError("EngineConfig.nodes and EngineConfig.time are both None: set a node or a time limit")
+
+    def opponent(self, path: str | None = None) -> EngineOpponent:
+        """The engine as an opponent, run from ``path`` (None: this config's own path);
+        finds the executable now (:class:`EngineNotFound`)."""
+        return EngineOpponent(self if path is None else dataclasses.replace(self, path=path))
+
+    @classmethod
+    def of(cls, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
+        """The config of ``fields`` (plain data), each checked first under the name ``names``
+        gives it (:func:`check_engine_field`); a field it does not have is a ConfigError.
+
+        >>> EngineConfig.of({"skill": 3, "nodes": 50})
+        EngineConfig(path=None, skill=3, nodes=50, time=None, move_timeout=10.0, max_failures=3)
+        >>> EngineConfig.of({"skill": 30}, {"skill": "--eval-skill"})
+        Traceback (most recent call last):
+        ...
+        asp.errors.ConfigError: --eval-skill must be an int in 0..20, got 30
+        """
+        known = [spec.name for spec in dataclasses.fields(cls)]
+        for name, value in fields.items():
+            if name not in known:
+                raise ConfigError(f"EngineConfig has no field {name!r}; its fields: {', '.join(known)}")
+            check_engine_field(name, value, name=(names or {}).get(name))
+        return cls(**fields)
 
     def limit(self) -> chess.engine.Limit:
         """The search limit of one move."""

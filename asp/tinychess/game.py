@@ -40,6 +40,7 @@ from asp.games.movers import RandomMover
 from asp.games.protocol import Mover, Symmetry
 from asp.games.records import Record
 from asp.search import Status
+from asp.tinychess.engine import EngineConfig
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one
 from asp.tinychess.model import ModelConfig, TinyChess
@@ -288,6 +289,12 @@ class TinyChessGame:
 
     def movers(self) -> Mapping[str, Mover]:
         return {"random": RandomMover(), "greedy": GreedyChessMover()}
+
+    def engine(self, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
+        """A UCI engine (Stockfish) as this game's outside opponent: the
+        :class:`~asp.tinychess.engine.EngineConfig` of ``fields``; its ``opponent()`` is an
+        :class:`~asp.tinychess.engine.EngineOpponent`."""
+        return EngineConfig.of(fields, names)
 
     records_suffix = ".pgn"
 

@@ -6,7 +6,7 @@ the first move). Games that start from them are not repeats, even between greedy
 
 Matches between players that play to win start from them, each opening twice in a row so
 that games ``2k`` and ``2k + 1`` play it with both colours
-(:func:`asp.app.game_config.match_starts`).
+(:func:`asp.app.run_config.match_starts`).
 
 >>> len(OPENINGS), OPENINGS[0]
 (10, 'r1bqkb1r/1ppp1ppp/p1n2n2/4p3/B3P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 2 5')

@@ -7,7 +7,7 @@ at which that interval is at most ``± precision`` wide (:func:`settled`), or at
 ``n_games``. Its games are the first games of the whole match, with the same ids and seeds:
 a match cut short is the start of the match played out.
 
->>> from asp.app.evaluate import match_result
+>>> from asp.app.evaluation.elo import match_result
 >>> settled(match_result(wins=40, draws=0, losses=0), 0.05)
 True
 >>> settled(match_result(wins=20, draws=0, losses=0), 0.05)  # 0.84 .. 1: not yet
@@ -27,8 +27,8 @@ from typing import Any
 import anyio
 import torch
 
-from asp.app.evaluate import MatchResult, match_result_of
-from asp.app.metrics import match_metrics
+from asp.app.evaluation.elo import MatchResult, match_result_of
+from asp.app.run.metrics import match_metrics
 from asp.selfplay import SelfPlay
 
 __all__ = [
@@ -49,7 +49,7 @@ ROUND_GAMES = 20
 PAST_VERSION_GAMES = 20
 """The most games of an evaluation's match against a version the run keeps, one round: two
 searching players' games cost three or four times a mover's (TinyChess), and the ladder pools
-every match (:mod:`asp.app.ladder`)."""
+every match (:mod:`asp.app.evaluation.ladder`)."""
 
 _Z95 = 1.96
 
@@ -70,7 +70,7 @@ def score_interval(result: MatchResult) -> tuple[float, float]:
     """The Wilson 95% interval of ``result``'s score (draws counted as half points, which
     makes it no narrower than it is).
 
-    >>> from asp.app.evaluate import match_result
+    >>> from asp.app.evaluation.elo import match_result
     >>> [round(x, 3) for x in score_interval(match_result(wins=20, draws=0, losses=0))]
     [0.839, 1.0]
     """
@@ -139,7 +139,7 @@ async def play_matches(
 
 def matches_metrics(played: dict[str, Match]) -> dict[str, Any]:
     """Each match of :func:`play_matches` as ``name/...`` metrics: its score, W/D/L and Elo
-    (:func:`~asp.app.metrics.match_metrics`), how its games ended (:func:`endings`), its
+    (:func:`~asp.app.run.metrics.match_metrics`), how its games ended (:func:`endings`), its
     seconds and its workers' seconds."""
     line: dict[str, Any] = {}
     for prefix, match in played.items():

@@ -11,14 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
-import functools
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_directory
@@ -27,158 +25,138 @@ from asp.errors import ConfigError
 from asp.log import configure_logging
 
 if TYPE_CHECKING:
-    from asp.app.game_config import GameRunConfig
+    from asp.app.game_run import GameRun
     from asp.app.run import RunDir
-    from asp.tinychess.engine import EngineConfig
 
-__all__ = ["engine_from_options", "train_command", "train_config"]
+__all__ = ["HELP", "MAX_STALENESS", "add_arguments", "run"]
 
-T = TypeVar("T")
+HELP = "train a game (TinyChess by default) by pipelined self-play (the main job)"
+
+MAX_STALENESS = 16
+"""``asp.pipeline.MAX_STALENESS``, for the help text: importing the pipeline imports torch,
+which ``asp --help`` should not wait for (tests/test_cli_help.py keeps the two equal)."""
 
 
-_TRAIN_ENGINE_OPTIONS = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
-"""EngineConfig's fields and the ``asp train`` options that set them."""
+def add_arguments(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options."""
+    train.add_argument(
+        "--game",
+        help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
+        "or object; the current directory is importable)",
+    )
+    train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
+    train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
+    train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
+    train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
+    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 10; other games: 4)")
+    train.add_argument(
+        "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
+    )
+    train.add_argument(
+        "--eval-precision",
+        type=float,
+        help="an evaluation stops once its score is known to +- this (95%%; default 0.1; 0: play every game)",
+    )
+    train.add_argument(
+        "--eval-vs",
+        choices=("random", "stockfish"),
+        default="random",
+        help="opponents of every evaluation: the game's movers (TinyChess: the random and the one-ply greedy "
+        "mover; default), or Stockfish as well",
+    )
+    train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
+    train.add_argument("--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100)")
+    train.add_argument(
+        "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
+    )
+    train.add_argument("--sequential", action="store_true", help="do not overlap play and training")
+    train.add_argument(
+        "--max-staleness",
+        type=int,
+        help=f"versions a game may lag behind the weights that train on it (0-{MAX_STALENESS}; default 1: the next "
+        "iteration is played while training; N >= 2: self-play runs up to N iterations ahead)",
+    )
+    train.add_argument(
+        "--search",
+        type=int,
+        help="simulations of the model's search per move, trained on its improved policy "
+        "(1-10000; default 8; other games: 16)",
+    )
+    train.add_argument(
+        "--eval-search",
+        type=int,
+        help="simulations of the model's search when it plays to win (evaluations, asp eval); "
+        "0: the policy alone (default 64)",
+    )
+    train.add_argument("--policy-only", action="store_true", help=argparse.SUPPRESS)  # refused, with what to do
+    train.add_argument(
+        "--hidden",
+        type=int,
+        help="width of the network's trunk (default: the game's; 256 for TinyChess and Connect Four)",
+    )
+    _add_file_options(train)
+    _add_machine_options(train)
 
 
-def _train_engine_config(args: argparse.Namespace) -> EngineConfig | None:
-    """The engine of ``asp train --eval-vs stockfish`` (its path is not part of the run)."""
-
-    given = [f"--{o.replace('_', '-')}" for o in ("eval_skill", "eval_nodes", "engine") if getattr(args, o) is not None]
-    if args.eval_vs != "stockfish":
-        if given:
-            raise ConfigError(f"{given[0]} applies to --eval-vs stockfish only")
-        return None
-    return engine_from_options(
-        _TRAIN_ENGINE_OPTIONS,
-        skill=0 if args.eval_skill is None else args.eval_skill,
-        nodes=100 if args.eval_nodes is None else args.eval_nodes,
+def _add_file_options(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options of the files a run reads and writes besides its own."""
+    train.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the run's settings from a TOML file (or a run's config.json); the options override it",
+    )
+    train.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the run's whole config as a file for --config, and exit",
+    )
+    train.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write every metric as TensorBoard scalars in RUN/tensorboard (needs asp[tensorboard])",
     )
 
 
-def engine_from_options(options: dict[str, str], **fields: Any) -> EngineConfig:
-    """``EngineConfig(**fields)``, the fields that ``options`` maps to command-line options
-    checked first under those options' names."""
-    from asp.tinychess.engine import EngineConfig, check_engine_field
-
-    for name, option in options.items():
-        if name in fields:
-            check_engine_field(name, fields[name], name=option)
-    return EngineConfig(**fields)
-
-
-_ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "engine")
-"""``asp train``'s options of an engine opponent, for a game of chess only (besides
-``--eval-vs stockfish``)."""
-
-
-def train_config(args: argparse.Namespace) -> tuple[GameRunConfig, dict[str, Any]]:
-    """The run's config from ``asp train``'s options, and the fields the options changed.
-
-    The config starts from the game's defaults, with the settings of ``--config FILE`` over
-    them (:mod:`asp.app.config_file`); the options override both.
-
-    :raises ConfigError: for an option out of its range, named as the option; for a key of
-        the file that the config does not have or a value out of range, named as the key.
-    """
-    from asp.app.config_file import read_config_file
-    from asp.app.game_config import defaults_for, network_config
-    from asp.app.games import TINYCHESS, check_named_game, load_game
-    from asp.tinychess.game import TinyChessGame
-
-    given = read_config_file(args.config) if args.config else {}
-    game = args.game or given.get("game", TINYCHESS)
-    if not args.game:  # the file's: a module it names is imported only when the user asks
-        check_named_game(game, f"--config {args.config}", trusted=args.trust_game)
-    # A game that cannot be loaded is the user's mistake, said before anything else and
-    # named where it was given: the option, else the config file.
-    loaded = load_game(game, option="--game" if args.game else f"--config {args.config}: game")
-    engine = [o for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
-    engine += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
-    if engine and not isinstance(loaded, TinyChessGame):
-        raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game of chess only, not --game {game}")
-    if args.policy_only:
-        raise ConfigError(
-            "--policy-only: asp train always searches (it trains on the search's improved policy); "
-            "asp eval, play and moves --policy-only play the network alone"
-        )
-    if args.search == 0:
-        raise ConfigError("--search must be in 1..10000: asp train trains on the search's improved policy")
-    base = _with_file(defaults_for(game), given, args.config)
-    if base.eval_engine is not None and not isinstance(loaded, TinyChessGame):
-        raise ConfigError(f"--config {args.config}: eval_engine: an engine plays chess, not {game}")
-    changes: dict[str, Any] = {"game": game} if args.game else {}  # a resumed run keeps its own
-    for option in ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
-                   "max_staleness", "search", "eval_search"):  # fmt: skip
-        _take_option(args, option, base, changes)
-    if args.sequential:
-        changes["overlap"] = False
-    if (engine_cfg := _train_engine_config(args)) is not None:
-        changes["eval_engine"] = engine_cfg
-    if args.device is not None:
-        changes["train"] = _named_option("device", lambda: dataclasses.replace(base.train, device=args.device))
-    if base.network:  # the config file's, checked against the game's network before the run starts
-        try:
-            network_config(loaded, base.network)
-        except ConfigError as e:
-            raise ConfigError(f"--config {args.config}: {e}") from None
-    if args.hidden is not None:
-        changes["network"] = {**base.network, "hidden": args.hidden}
-        _named_option("hidden", functools.partial(network_config, loaded, changes["network"]))
-    return dataclasses.replace(base, **changes), changes
+def _add_machine_options(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options of where and how it runs, rather than what it trains."""
+    train.add_argument("--workers", type=int, help="worker processes (default: cores // threads)")
+    train.add_argument("--threads-per-worker", type=int, default=1, help="torch threads per worker (default 1)")
+    train.add_argument(
+        "--trainer-threads", type=int, help="torch threads of the trainer (default: every core; the split is printed)"
+    )
+    train.add_argument("--backend", choices=("local", "ray"), default="local", help="where workers run (default local)")
+    train.add_argument(
+        "--address",
+        help="Ray only: 'auto' joins this machine's Ray cluster, ray://HOST:PORT a Ray client (default: "
+        "a private Ray instance on this machine)",
+    )
+    train.add_argument("--run-dir", help="run directory (default runs/<name>)")
+    train.add_argument("--name", help="run name, for the default run directory (default: the game's name)")
+    train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
+    train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
+    train.add_argument("--no-progress", action="store_true", help="no live display, one line per iteration")
 
 
-def _with_file(defaults: GameRunConfig, given: dict[str, Any], where: str | None) -> GameRunConfig:
-    """``defaults`` (a run config) with the settings ``given`` by the config file ``where``
-    over them; ConfigError naming the file and the key."""
-    from asp.app.config_file import merged
-    from asp.app.game_config import GameRunConfig
-
-    if not given:
-        return defaults
-    data = merged(defaults.to_dict(), {**given, "game": defaults.game}, str(where))
-    try:
-        return GameRunConfig.from_dict(data)
-    except ConfigError as e:
-        raise ConfigError(f"--config {where}: {e}") from None
-
-
-def _take_option(args: argparse.Namespace, option: str, base: Any, changes: dict[str, Any]) -> None:
-    """Put ``--option``'s value, when given, in ``changes`` under the config field of the same
-    name, checked on ``base`` under the option's name."""
-    value = getattr(args, option)
-    if value is not None:
-        changes[option] = value
-        _named_option(option, functools.partial(dataclasses.replace, base, **{option: value}))
-
-
-def _named_option(option: str, make: Callable[[], T]) -> T:
-    """``make()``; its ConfigError (which names a config field) is prefixed with the option
-    that set the field, so that the user sees what to change on the command line."""
-    try:
-        return make()
-    except ConfigError as e:
-        raise ConfigError(f"--{option.replace('_', '-')}: {e}") from None
-
-
-def train_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``asp train`` with its parsed ``args``; return the exit code."""
-    from asp.app.checkpoint import RunError
-    from asp.app.lock import RunLock
+    from asp.app.commands.train_options import print_config, train_config
     from asp.app.run import RunDir
-    from asp.app.tensorboard import TENSORBOARD
+    from asp.app.run.checkpoint import RunError
+    from asp.app.run.lock import RunLock
+    from asp.app.run.tensorboard import TENSORBOARD
 
-    cfg, changes = train_config(args)
+    game, changes = train_config(args)
     if args.config and args.resume:
         raise ConfigError("--config starts a new run: a resumed run keeps the config it started with")
     if args.print_config:
-        return _print_config(args, cfg, changes)
+        return print_config(args, game, changes)
     for option, most in (("workers", 1024), ("threads_per_worker", 256), ("trainer_threads", 256)):
         value = getattr(args, option)
         if value is not None:  # SelfPlay's limits, said before the run directory changes
             check_int(f"--{option.replace('_', '-')}", value, 1, most)
-    _check_device(cfg.train.device)  # a resumed run's stored device too, below
+    _check_device(game.cfg.train.device)  # a resumed run's stored device too, below
     if args.tensorboard:
-        from asp.app.tensorboard import check_tensorboard
+        from asp.app.run.tensorboard import check_tensorboard
 
         check_tensorboard()
     made: list[Path] = []  # the directories made here, deepest first
@@ -187,7 +165,7 @@ def train_command(args: argparse.Namespace) -> int:
         if not run.path.is_dir():
             raise RunError(f"{run.path}: no run directory to resume")
     else:
-        run = RunDir(args.run_dir or Path("runs") / (args.name or _game_name(cfg)))
+        run = RunDir(args.run_dir or Path("runs") / (args.name or str(game.game.name)))
         made = [p for p in (run.path, *run.path.parents) if not p.exists()]
         check_output_directory("--run-dir", run.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
@@ -199,7 +177,7 @@ def train_command(args: argparse.Namespace) -> int:
         raise RunError(f"run directory {run.path} cannot be written: {e.strerror or e}") from None
     try:
         try:
-            cfg = _checked_config(args, run, cfg, changes)
+            game = _checked_run(args, run, game, changes)
         except BaseException:  # refused: nothing of this command stays behind
             if not locked_before:
                 lock.discard()
@@ -209,33 +187,14 @@ def train_command(args: argparse.Namespace) -> int:
             raise
         if args.resume and not args.tensorboard and (run.path / TENSORBOARD).is_dir():
             args = argparse.Namespace(**{**vars(args), "tensorboard": True})  # it wrote events: it goes on
-        return _train_locked(args, run, cfg)
+        return _train_locked(args, run, game)
     finally:
         lock.release()
 
 
-def _print_config(args: argparse.Namespace, cfg: Any, changes: dict[str, Any]) -> int:
-    """``asp train --print-config``: the run's whole config as a file for ``--config`` (a
-    resumed run's: the one it started with, and the iterations asked for)."""
-    from asp.app.config_file import config_text
-    from asp.app.run import RunDir
-
-    if args.resume:
-        cfg = _resumed_config(args, RunDir(args.resume), changes)
-    print(config_text(cfg.to_dict()), end="")  # noqa: T201 (the command line's own output, as in cli.py)
-    return 0
-
-
-def _game_name(cfg: GameRunConfig) -> str:
-    """The name of the run's game: the default run directory's name."""
-    from asp.app.games import load_game
-
-    return str(load_game(cfg.game).name)
-
-
 def _check_run_files(run: RunDir) -> None:
     """RunError naming the first path of the run that is in the way of a file it writes."""
-    from asp.app.checkpoint import RunError
+    from asp.app.run.checkpoint import RunError
 
     for path in (run.metrics, run.log, run.checkpoint, run.path / "config.json", run.curves):
         if path.is_dir():
@@ -261,11 +220,12 @@ def _check_device(device: str) -> None:
         raise ConfigError(f"--device {device}: this torch has {have}; use --device cpu or auto")
 
 
-def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any) -> int:
-    """``asp train`` once the run directory's lock is held and ``cfg`` checked: run."""
+def _train_locked(args: argparse.Namespace, run: RunDir, game: GameRun) -> int:
+    """``asp train`` once the run directory's lock is held and the run checked: run."""
     from asp.app.display import TrainDisplay
 
     configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
+    cfg = game.cfg
     budget = _core_budget(args, cfg)
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
 
@@ -279,7 +239,7 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any) -> int:
     stopped_by: list[int] = []
     try:
         with display, asyncio.Runner() as runner:
-            history = runner.run(_session(args, run, cfg, budget, progress, stopped_by))
+            history = runner.run(_cancellable_session(args, run, game, budget, progress, stopped_by))
     except (KeyboardInterrupt, asyncio.CancelledError):
         # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
         with _sigint_ignored():
@@ -295,33 +255,19 @@ def _train_locked(args: argparse.Namespace, run: RunDir, cfg: Any) -> int:
     return 0
 
 
-def _checked_config(args: argparse.Namespace, run: RunDir, cfg: Any, changes: dict[str, Any]) -> Any:
-    """The config to run: a resumed run's stored one (only its length may change); RunError or
+def _checked_run(args: argparse.Namespace, run: RunDir, game: GameRun, changes: dict[str, Any]) -> GameRun:
+    """The run to train: a resumed run's stored one (only its length may change); RunError or
     ConfigError for anything that cannot run, before anything in the run directory changes."""
+    from asp.app.commands.train_options import resumed_run
     from asp.app.session import check_resumable
 
     if args.resume:
-        cfg = _resumed_config(args, run, changes)
-    _check_device(cfg.train.device)
+        game = resumed_run(args, run, game, changes)
+    _check_device(game.cfg.train.device)
     _check_run_files(run)
     if args.resume:
-        check_resumable(run, cfg)  # before anything in the run directory changes
-    return cfg
-
-
-def _resumed_config(args: argparse.Namespace, run: RunDir, changes: dict[str, Any]) -> GameRunConfig:
-    """The config a resume of ``run`` runs: the stored one, as long as the options ask (only
-    its length may change: anything else would be another run), its game trusted."""
-    from asp.app.checkpoint import RunError
-    from asp.app.games import check_named_game
-
-    stored = run.stored_config()
-    check_named_game(stored.game, f"--resume {run.path}", trusted=args.trust_game or args.game == stored.game)
-    clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k, None) != v}
-    if clash:
-        named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
-        raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
-    return dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
+        check_resumable(run, game)  # before anything in the run directory changes
+    return game
 
 
 def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
@@ -348,8 +294,8 @@ def _resume_hint(args: argparse.Namespace, run: RunDir) -> str:
     return hint
 
 
-async def _session(
-    args: argparse.Namespace, run: RunDir, cfg: Any, budget: Any, progress: Any, stopped_by: list[int]
+async def _cancellable_session(
+    args: argparse.Namespace, run: RunDir, game: GameRun, budget: Any, progress: Any, stopped_by: list[int]
 ) -> list[dict[str, Any]]:
     """The training session, cancelled by the first Ctrl-C or SIGTERM (noted in ``stopped_by``)."""
     from asp.app.session import train_session
@@ -378,7 +324,7 @@ async def _session(
                 loop.add_signal_handler(signum, on_signal, signum)
     return await train_session(
         run,
-        cfg,
+        game,
         resume=bool(args.resume),
         workers=budget.workers,
         threads_per_worker=args.threads_per_worker,
@@ -393,7 +339,7 @@ async def _session(
 
 def _final_line(run: RunDir, history: Sequence[dict[str, Any]]) -> str:
     """The last line of ``asp train``: the final scores, how the time went, where the curves are."""
-    from asp.app.metrics import mover_scores
+    from asp.app.run.metrics import mover_scores
 
     final = history[-1] if history else {}
     score = final.get("eval/score")

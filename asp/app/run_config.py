@@ -14,15 +14,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.app.games import TINYCHESS, load_game
-from asp.app.matches import PAST_VERSION_GAMES
+from asp.app.game_loader import TINYCHESS, load_game
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
-from asp.games import PlayConfig, TrainConfig
+from asp.games import TrainConfig
 from asp.games.protocol import openings
 from asp.pipeline import MAX_STALENESS
-from asp.search import SearchConfig
-from asp.tinychess.engine import EngineConfig
 
 __all__ = [
     "GAME_DEFAULTS",
@@ -102,7 +99,7 @@ class GameRunConfig:
     train`` starts from :func:`defaults_for` its game. Invalid values raise ConfigError."""
 
     game: str = "connect4"
-    """The game: a shipped game's name, or ``MODULE:ATTR`` (see :func:`asp.app.games.load_game`)."""
+    """The game: a shipped game's name, or ``MODULE:ATTR`` (see :func:`asp.app.game_loader.load_game`)."""
     iterations: int = 20
     """Iterations to train (1 to 100000)."""
     games: int = 200
@@ -131,13 +128,14 @@ class GameRunConfig:
     """The most games of each evaluation, against each of the game's movers (2 to 10**6)."""
     eval_precision: float = 0.1
     """An evaluation stops, after a round of 20 games, once the 95% interval of its score is
-    at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.matches`)."""
+    at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.evaluation.matches`)."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The trainer."""
-    eval_engine: EngineConfig | None = None
-    """A UCI engine (Stockfish) that the evaluations also play (``eval_sf/...``), from the
-    game's openings; a game of chess only (:class:`~asp.tinychess.game.TinyChessGame`). Its
-    path is not part of the run (``asp train --engine``)."""
+    eval_engine: dict[str, Any] | None = None
+    """The fields of an engine that the evaluations also play (``eval_sf/...``), from the
+    game's openings: a game with an engine only (the protocol's optional ``engine``; TinyChess:
+    a UCI engine, Stockfish, :class:`~asp.tinychess.engine.EngineConfig`'s fields). Its path
+    is not part of the run (``asp train --engine``)."""
     network: dict[str, Any] = field(default_factory=dict)
     """Fields of the game's network config that differ from its defaults (``asp train
     --hidden 128``: ``{"hidden": 128}``); see :func:`network_config`."""
@@ -163,70 +161,16 @@ class GameRunConfig:
         check_bool("GameRunConfig.overlap", self.overlap)
         if not isinstance(self.train, TrainConfig):
             raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")
-        if self.eval_engine is not None and not isinstance(self.eval_engine, EngineConfig):
-            raise ConfigError(f"GameRunConfig.eval_engine must be an EngineConfig or None, got {self.eval_engine!r}")
+        if self.eval_engine is not None and (
+            not isinstance(self.eval_engine, dict) or not all(isinstance(name, str) for name in self.eval_engine)
+        ):
+            raise ConfigError(
+                f"GameRunConfig.eval_engine must map the engine's fields to values, got {self.eval_engine!r}"
+            )
         if not isinstance(self.network, dict) or not all(isinstance(name, str) for name in self.network):
             raise ConfigError(
                 f"GameRunConfig.network must map the network config's fields to values, got {self.network!r}"
             )
-
-    def new_network(self, game: Any) -> Any:
-        """A fresh network of ``game`` (the run's game, loaded), of this run's shape."""
-        return game.network(network_config(game, self.network)) if self.network else game.network()
-
-    def search_cfg(self, *, sampling: bool) -> SearchConfig | None:
-        """The model's search: sampling with ``search`` simulations in self-play; the best
-        action with ``eval_search`` when it plays to win (None: the policy alone)."""
-        simulations = self.search if sampling else self.eval_search
-        if simulations == 0:
-            return None
-        return SearchConfig(simulations, self.search_considered, gumbel_scale=1.0 if sampling else 0.0)
-
-    def play_cfg(self, game: Any, iteration: int, version: int) -> PlayConfig:
-        """The self-play config of ``iteration``: distinct game ids and seed per iteration."""
-        return PlayConfig(
-            game,
-            n_games=self.games,
-            seed=self.seed * 1_000_003 + iteration,
-            first_game=iteration * self.games,
-            max_plies=self.max_plies,
-            batch_size=self.play_batch,
-            model_version=version,
-            search=self.search_cfg(sampling=True),
-        )
-
-    def eval_cfg(self, game: Any, version: int, *, games: int | None = None, seed: int = 0) -> PlayConfig:
-        """The config of an evaluation: the model plays to win (its likeliest move without
-        search), half the games first, half second; fixed seed."""
-        return PlayConfig(
-            game,
-            n_games=self.eval_games if games is None else games,
-            seed=10**9 + self.seed + seed,
-            max_plies=self.max_plies,
-            temperature=0.0,
-            opponent_temperature=1.0,
-            batch_size=self.play_batch,
-            model_version=version,
-            samples=False,
-            search=self.search_cfg(sampling=False),
-        )
-
-    def mover_match_cfg(self, game: Any, version: int) -> PlayConfig:
-        """The config of an evaluation against a heuristic mover (not the random one): from
-        the game's openings where it has them (:func:`match_starts`)."""
-        return dataclasses.replace(self.eval_cfg(game, version), **match_starts(game, between_networks=False))
-
-    def version_match_cfg(self, game: Any, version: int, opponent_version: int) -> PlayConfig:
-        """The config of a match of ``version`` against a version the run keeps, both playing
-        to win from varied starts (:func:`match_starts`, each played with both colours): at
-        most :data:`~asp.app.matches.PAST_VERSION_GAMES` games (see :mod:`asp.app.ladder`)."""
-        return dataclasses.replace(
-            self.eval_cfg(game, version, games=min(self.eval_games, PAST_VERSION_GAMES)),
-            opponent_temperature=None,
-            opponent_version=opponent_version,
-            opponent_search=self.search_cfg(sampling=False),
-            **match_starts(game, between_networks=True),
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -241,8 +185,8 @@ class GameRunConfig:
         data.setdefault("eval_precision", 0.0)  # a run stored before it played every evaluation game
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
         engine = data.pop("eval_engine", None)
-        if engine is not None:
-            engine = EngineConfig(**fields_of("GameRunConfig.eval_engine", EngineConfig, engine))
+        if engine is not None and not isinstance(engine, dict):
+            raise ConfigError(f"GameRunConfig.eval_engine must be a mapping of its fields, got {type(engine).__name__}")
         return cls(train=train, eval_engine=engine, **data)
 
 
@@ -262,9 +206,11 @@ by the game's name: a game of chess is longer, and its value learns the material
 heuristic) besides the result, discounted."""
 
 
-def defaults_for(game: Any) -> GameRunConfig:
-    """The config of a run of ``game`` (its spec) before any option: :data:`GAME_DEFAULTS`."""
-    return GameRunConfig(game=game, **GAME_DEFAULTS.get(load_game(game).name, {}))
+def defaults_for(spec: str, game: Any = None) -> GameRunConfig:
+    """The config of a run of the game ``spec`` names (``game``, where the caller loaded it)
+    before any option: :data:`GAME_DEFAULTS`."""
+    name = (load_game(spec) if game is None else game).name
+    return GameRunConfig(game=spec, **GAME_DEFAULTS.get(name, {}))
 
 
 def fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from asp.app.evaluate import score_from_elo
-from asp.app.ladder import version_of
+from asp.app.evaluation.elo import score_from_elo
+from asp.app.evaluation.ladder import version_of
 from asp.atomic import write_bytes_atomic
 
 __all__ = ["plot_curves"]

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from asp.app.checkpoint import model_from_checkpoint, run_config_of
-from asp.app.game_commands import play_search
-from asp.app.game_config import GameRunConfig
-from asp.app.games import load_game
+from asp.app.commands.options import POLICY_ONLY_HELP, SEARCH_HELP, check_search_options, play_search
 from asp.errors import ConfigError
-from asp.games.protocol import outcome, parsed_line
 
-__all__ = ["moves_command", "read_positions"]
+if TYPE_CHECKING:
+    import torch
+
+    from asp.app.game_run import GameRun
+
+__all__ = ["HELP", "add_arguments", "read_positions", "run"]
+
+HELP = "the move a checkpoint plays in each position of a file"
 
 LINE_LIMIT = 4096
 """The longest line read: a position's notation is far shorter."""
@@ -68,29 +69,42 @@ def read_positions(path: Path) -> list[tuple[int, str]]:
     return lines
 
 
-def moves_command(args: argparse.Namespace) -> int:
+def add_arguments(moves: argparse.ArgumentParser) -> None:
+    """``asp moves``'s options."""
+    moves.add_argument("checkpoint", metavar="RUN", help="checkpoint file or run directory")
+    moves.add_argument(
+        "--positions",
+        required=True,
+        metavar="FILE",
+        help="one position a line, the whole line (TinyChess: a FEN, or an EPD with its operations; Connect Four: "
+        "the columns played, 1-7, and the position's score or not, as in the solver test sets)",
+    )
+    moves.add_argument("--search", type=int, help=SEARCH_HELP)
+    moves.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
+
+
+def run(args: argparse.Namespace) -> int:
     """Run ``asp moves``; print ``POSITION MOVE`` lines."""
-    if args.search is not None and not 0 <= args.search <= 10_000:
-        raise ConfigError(f"--search must be in 0..10000 (simulations; 0: no search), got {args.search}")
-    if args.search and args.policy_only:
-        raise ConfigError(f"--policy-only plays without search: drop --search {args.search} or --policy-only")
+    from asp.app.run.checkpoint import run_from_checkpoint
+
+    check_search_options(args)
     path = Path(args.positions)
     lines = read_positions(path)
     if not lines:
         raise ConfigError(f"--positions {path}: holds no position (one a line)")
-    model, state = model_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
-    found = _game_moves(path, lines, model, run_config_of(state), args)
+    game, model, _ = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
+    found = _game_moves(path, lines, game, model, args)
     for position, move in found:
         print(f"{position} {move}")  # noqa: T201
     return 0
 
 
 def _game_moves(
-    path: Path, lines: list[tuple[int, str]], model: torch.nn.Module, cfg: GameRunConfig, args: argparse.Namespace
+    path: Path, lines: list[tuple[int, str]], run: GameRun, model: torch.nn.Module, args: argparse.Namespace
 ) -> list[tuple[str, str]]:
     from asp.games import PlayConfig, play_games
 
-    game = load_game(cfg.game, option="the run's game")
+    game = run.game
     positions: list[tuple[str, Any]] = [_game_position(game, path, number, text) for number, text in lines]
     play_cfg = PlayConfig(
         game,
@@ -98,7 +112,7 @@ def _game_moves(
         openings=tuple(game.state_text(s) for _, s in positions),
         max_plies=1,
         temperature=0.0,
-        search=play_search(cfg, args),
+        search=play_search(run, args),
         samples=False,
     )
     records, _ = play_games(model, None, play_cfg)
@@ -107,6 +121,8 @@ def _game_moves(
 
 def _game_position(game: Any, path: Path, number: int, text: str) -> tuple[str, Any]:
     """``(the position in the game's notation, its state)`` of a line; ConfigError naming the line."""
+    from asp.games.protocol import outcome, parsed_line
+
     try:
         state = parsed_line(game, text)
     except (ValueError, TypeError) as e:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from asp.app.evaluate import MatchResult
-from asp.app.ladder import version_of
+from asp.app.evaluation.elo import MatchResult
+from asp.app.evaluation.ladder import version_of
 from asp.pipeline import IterationReport
 
 __all__ = ["match_metrics", "metrics_line", "metrics_problem", "mover_scores", "version_scores"]
@@ -76,7 +76,7 @@ def metrics_problem(line: dict[str, Any]) -> str | None:
 def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
     """A match's score, W/D/L and Elo with its 95% interval, as ``prefix/...`` metrics (and
     ``prefix/elo_bound``, ``>`` or ``<``, where the Elo is a one-sided bound:
-    :attr:`~asp.app.evaluate.EloEstimate.bound`)."""
+    :attr:`~asp.app.evaluation.elo.EloEstimate.bound`)."""
     elo = result.elo
     return {
         f"{prefix}/score": result.score,

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from asp.app.checkpoint import kept_version_state, version_path, write_checkpoint
 from asp.app.run import RunDir
+from asp.app.run.checkpoint import kept_version_state, version_path, write_checkpoint
 
 __all__ = ["commit_iteration", "keep_version", "plot_history"]
 
@@ -27,7 +27,7 @@ def commit_iteration(run: RunDir, line: dict[str, Any], checkpoint: dict[str, An
 
 def keep_version(run: RunDir, cfg: Any, *, version: int, next_iteration: int, weights: dict[str, Any]) -> None:
     """Keep ``version`` of the run ``cfg`` in ``run``: the weights and config, as
-    :func:`~asp.app.checkpoint.kept_version_state` (a copy, then written atomically)."""
+    :func:`~asp.app.run.checkpoint.kept_version_state` (a copy, then written atomically)."""
     path = version_path(run.path, version)
     path.parent.mkdir(exist_ok=True)
     write_checkpoint(kept_version_state(cfg, version=version, next_iteration=next_iteration, weights=weights), path)
@@ -35,7 +35,7 @@ def keep_version(run: RunDir, cfg: Any, *, version: int, next_iteration: int, we
 
 def plot_history(history: list[dict[str, Any]], path: Path) -> str | None:
     """Draw the curves (in the writer process); return what went wrong, if anything."""
-    from asp.app.curves import plot_curves
+    from asp.app.run.curves import plot_curves
 
     try:
         plot_curves(history, path)

@@ -26,7 +26,7 @@ import structlog
 
 from asp.errors import AspError
 from asp.interrupts import ctrl_c_held, ignore_ctrl_c
-from asp.worker import die_with_parent
+from asp.lifeline import die_with_parent
 
 __all__ = ["Writer", "WriterFailed"]
 

@@ -42,16 +42,19 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from asp.app.game_config import GameRunConfig
-from asp.app.games import check_named_game, load_game
+from asp.app.game_loader import check_named_game
 from asp.app.outputs import writing
+from asp.app.run_config import GameRunConfig
 from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
 from asp.games import Trainer
+
+if TYPE_CHECKING:
+    from asp.app.game_run import GameRun
 
 __all__ = [
     "CHECKPOINT",
@@ -68,9 +71,9 @@ __all__ = [
     "load_checkpoint",
     "load_weights",
     "model_from_checkpoint",
-    "new_model",
     "pending_plays",
     "restore_checkpoint",
+    "run_from_checkpoint",
     "run_config_of",
     "version_path",
     "write_checkpoint",
@@ -233,12 +236,6 @@ def run_config_of(state: dict[str, Any]) -> GameRunConfig:
     return GameRunConfig.from_dict(state["config"])
 
 
-def new_model(cfg: GameRunConfig) -> torch.nn.Module:
-    """A fresh network of the run ``cfg``: its game's, of the run's shape."""
-    network: torch.nn.Module = cfg.new_network(load_game(cfg.game, option="the run's game"))
-    return network
-
-
 def pending_plays(state: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     """The ``(version, state_dict)`` of the plays a checkpoint that :func:`load_checkpoint`
     returned says had begun, in order."""
@@ -257,29 +254,41 @@ def load_weights(model: torch.nn.Module, weights: Any, path: Path) -> None:
         raise RunError(f"{path}: the checkpoint's weights do not fit its model config ({detail})") from None
 
 
-def model_from_checkpoint(
-    path: str | os.PathLike[str], *, trust_game: bool = False, run_game: str | None = None
-) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """The model of a checkpoint file, a run directory or a kept version ``RUN@VERSION`` (in
-    eval mode), and the checkpoint itself. A game outside asp that the checkpoint names is
-    imported only with ``trust_game`` (the command line's ``--trust-game``), or where it is
-    ``run_game``, the game of the run that reads it (which then refuses a checkpoint of
-    another game).
+def run_from_checkpoint(
+    path: str | os.PathLike[str], *, trust_game: bool = False, run: GameRun | None = None
+) -> tuple[GameRun, torch.nn.Module, dict[str, Any]]:
+    """The run of a checkpoint file, a run directory or a kept version ``RUN@VERSION``, its
+    model (in eval mode) and the checkpoint itself. A game outside asp that the checkpoint
+    names is imported only with ``trust_game`` (the command line's ``--trust-game``); where
+    ``run``, the run that reads it, is given, the checkpoint must be of its game, which is not
+    loaded again.
 
     :raises RunError: the checkpoint does not load (see :func:`load_checkpoint`), is not of
-        ``run_game``, or its weights do not fit its config.
+        ``run``'s game, or its weights do not fit its config.
     :raises ConfigError: it names a game outside asp that is not trusted
-        (:func:`~asp.app.games.check_named_game`), or its game does not load.
+        (:func:`~asp.app.game_loader.check_named_game`), or its game does not load.
     """
+    from asp.app.game_run import GameRun
+
     path = checkpoint_path(path)
     data = load_checkpoint(path)
     cfg = run_config_of(data)
-    if run_game is not None and cfg.game != run_game:
-        raise RunError(f"{path}: a checkpoint of {cfg.game!r}, not of the run's game {run_game!r}")
-    check_named_game(cfg.game, str(path), trusted=trust_game or cfg.game == run_game)
-    model = new_model(cfg)
+    if run is not None and cfg.game != run.cfg.game:
+        raise RunError(f"{path}: a checkpoint of {cfg.game!r}, not of the run's game {run.cfg.game!r}")
+    if run is None:
+        check_named_game(cfg.game, str(path), trusted=trust_game)
+    loaded = GameRun(cfg) if run is None else run.with_cfg(cfg)
+    model = loaded.new_model()
     load_weights(model, data["model"], path)
     model.eval()
+    return loaded, model, data
+
+
+def model_from_checkpoint(
+    path: str | os.PathLike[str], *, trust_game: bool = False
+) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The model and the checkpoint of :func:`run_from_checkpoint`."""
+    _, model, data = run_from_checkpoint(path, trust_game=trust_game)
     return model, data
 
 
@@ -332,12 +341,12 @@ def kept_versions_line(where: str | os.PathLike[str]) -> str | None:
 
 def restore_checkpoint(
     path: str | os.PathLike[str],
-    cfg: GameRunConfig,
+    run: GameRun,
     model: torch.nn.Module,
     trainer: Trainer,
 ) -> Restored:
     """Load the checkpoint at ``path`` into ``model`` (the one ``trainer`` trains), the trainer
-    and torch's random state, and say where its run stopped. Only ``cfg.iterations`` may
+    and torch's random state, and say where its run stopped. Only ``run.cfg.iterations`` may
     differ from the config the checkpoint holds: a resumed run may be made longer or shorter.
 
     :raises RunError: naming the path, if the checkpoint does not load (see
@@ -345,7 +354,7 @@ def restore_checkpoint(
     """
     path = Path(path)
     state = load_checkpoint(path)
-    if dataclasses.replace(run_config_of(state), iterations=cfg.iterations) != cfg:
+    if dataclasses.replace(run_config_of(state), iterations=run.cfg.iterations) != run.cfg:
         raise RunError(f"{path}: holds another run config than the one to resume with")
     plays: list[tuple[int, torch.nn.Module]] = []
     try:
@@ -355,7 +364,7 @@ def restore_checkpoint(
         trainer.steps = state["trainer_steps"]
         trainer.load_window(state.get("replay_window", []))
         for played_by, weights in pending_plays(state):
-            playing = new_model(cfg)
+            playing = run.new_model()
             load_weights(playing, weights, path)
             plays.append((played_by, playing))
         # Last: building a model draws from torch's generator.

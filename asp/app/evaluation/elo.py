@@ -12,10 +12,8 @@ A match's result, its score and the Elo difference it implies, with a 95% interv
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from asp.errors import ConfigError
 from asp.games.records import Record
@@ -26,7 +24,6 @@ __all__ = [
     "elo_from_score",
     "match_result",
     "match_result_of",
-    "play_summary",
     "score_from_elo",
 ]
 
@@ -213,19 +210,4 @@ def match_result_of(records: Iterable[Record]) -> MatchResult:
         draws=points.count(0.5),
         losses=points.count(0.0),
         engine_failures=len(records) - len(scored),
-    )
-
-
-def play_summary(stats: dict[str, Any], out: str | os.PathLike[str]) -> str:
-    """The line of ``asp play``: how many games and plies, how fast, their results, where.
-
-    >>> play_summary({"games": 4, "plies": 130, "seconds": 2.0, "results": {"0-1": 1, "1-0": 3}}, "c4.jsonl")
-    'played 4 games, 130 plies in 2.0 s (65 plies/s); results 1-0 3, 0-1 1; wrote c4.jsonl'
-    """
-    order = {"1-0": 0, "1/2-1/2": 1, "0-1": 2}
-    results = sorted(stats["results"].items(), key=lambda item: order.get(item[0], 3))
-    return (
-        f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
-        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); "
-        f"results {', '.join(f'{result} {count}' for result, count in results)}; wrote {os.fspath(out)}"
     )

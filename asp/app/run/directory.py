@@ -2,7 +2,7 @@
 
 A run directory holds::
 
-    checkpoint.pt    the last complete iteration (see :mod:`asp.app.checkpoint`)
+    checkpoint.pt    the last complete iteration (see :mod:`asp.app.run.checkpoint`)
     config.json      the run's configuration, written once when the run starts
     metrics.jsonl    one JSON line per iteration
     log.jsonl        the run's structlog events as JSON lines
@@ -11,7 +11,7 @@ A run directory holds::
     curves.png       losses, score against a random mover, plies/s
 
 :class:`RunDir` names these files, starts a run, reads its config back and keeps its
-metrics; the checkpoint's format lives in :mod:`asp.app.checkpoint`.
+metrics; the checkpoint's format lives in :mod:`asp.app.run.checkpoint`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from asp.app.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
-from asp.app.game_config import GameRunConfig
-from asp.app.metrics import metrics_problem
 from asp.app.outputs import writing
+from asp.app.run.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
+from asp.app.run.metrics import metrics_problem
+from asp.app.run_config import GameRunConfig
 from asp.atomic import write_text_atomic
 
 __all__ = ["RunDir"]
@@ -95,7 +95,7 @@ class RunDir:
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """The lines of metrics.jsonl, in order, each checked whole: a JSON object that
-        :func:`~asp.app.metrics.metrics_problem` finds fit. A last line without its newline
+        :func:`~asp.app.run.metrics.metrics_problem` finds fit. A last line without its newline
         that is ASCII (as every line asp writes) but no JSON is one that a crash cut short, or
         one being written now: it is left out.
 

@@ -1,0 +1,281 @@
+"""``asp eval RUN``: a checkpoint's score against a mover of its game, an engine (chess:
+Stockfish, any UCI engine) or another checkpoint, with its Elo; or ``--ladder``, the run's
+rating ladder from its evaluations."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from asp.app.commands.options import POLICY_ONLY_HELP, SEARCH_HELP, check_game_options, play_search
+from asp.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+    from asp.app.game_run import GameRun
+    from asp.search import SearchConfig
+
+__all__ = ["HELP", "add_arguments", "checkpoint_name", "run"]
+
+HELP = "score a checkpoint against a mover (random, greedy, a game's own), Stockfish or another checkpoint"
+
+
+def add_arguments(ev: argparse.ArgumentParser) -> None:
+    """``asp eval``'s options."""
+    ev.add_argument("checkpoint", metavar="RUN", help="checkpoint file, run directory or RUN@VERSION (a kept version)")
+    ev.add_argument(
+        "--vs",
+        default="random",
+        metavar="random|greedy|stockfish|uci|MOVER|RUN2",
+        help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
+        "any UCI engine (--engine PATH), a mover of the run's game (Connect Four: winblock), or another "
+        "checkpoint file or run directory, or RUN@VERSION, a version the run keeps (./random for a directory of that "
+        "name)",
+    )
+    ev.add_argument("--games", type=int, default=200, help="games (default 200)")
+    ev.add_argument(
+        "--temperature",
+        type=float,
+        help="the model's sampling temperature, 0: greedy (default 0)",
+    )
+    ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
+    ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
+    ev.add_argument("--max-plies", type=int, help="ply cap (default: the run's; TinyChess 200)")
+    ev.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes, each with its own engine (default 1: play in this process)",
+    )
+    ev.add_argument(
+        "--skill",
+        type=int,
+        help="--vs stockfish/uci: its Skill Level, 0-20 (default: 0 for stockfish, unset for uci)",
+    )
+    ev.add_argument("--nodes", type=int, help="--vs stockfish/uci: nodes searched per move (default 100)")
+    ev.add_argument(
+        "--move-time", type=float, help="--vs stockfish/uci: seconds per move (default: the node limit only)"
+    )
+    ev.add_argument(
+        "--engine",
+        metavar="PATH",
+        help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games); --vs uci: required",
+    )
+    ev.add_argument(
+        "--from-start",
+        action="store_true",
+        help="start every game from the initial position (no openings, no random plies)",
+    )
+    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file (a game of chess)")
+    ev.add_argument(
+        "--ladder",
+        action="store_true",
+        help="print the run's rating ladder instead (its evaluated versions and the movers on one Elo scale, "
+        "from every evaluation game)",
+    )
+
+
+_ENGINE_NAMES = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
+"""The engine's fields and the ``asp eval`` options that set them."""
+
+
+def _engine_fields(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The fields of the engine of ``--vs stockfish`` or ``--vs uci``, as the options give
+    them; None for other opponents. Checked here: what needs no game."""
+    given = [option for option in _ENGINE_NAMES.values() if getattr(args, option[2:].replace("-", "_")) is not None]
+    if args.vs not in ("stockfish", "uci"):
+        if given:
+            raise ConfigError(f"{given[0]} applies to --vs stockfish or --vs uci only, not --vs {args.vs}")
+        return None
+    if args.vs == "uci" and args.engine is None:
+        raise ConfigError("--vs uci needs --engine PATH: the UCI engine to play")
+    return {
+        "path": args.engine,
+        "skill": args.skill if args.skill is not None or args.vs == "uci" else 0,
+        "nodes": args.nodes if args.nodes is not None or args.move_time is not None else 100,
+        "time": args.move_time,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``asp eval``: the match of ``RUN`` against ``--vs``, or ``--ladder``."""
+    from asp.app.run.checkpoint import run_from_checkpoint
+
+    if args.ladder:
+        return _ladder(args)
+    check_game_options(args)
+    engine = _engine_fields(args)  # option errors first, before anything is loaded
+    if args.pgn:
+        from asp.app.outputs import check_output_file
+
+        check_output_file("--pgn", args.pgn)
+    game, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
+    return _eval(args, game, model, state["version"], engine)
+
+
+_NOT_OF_A_MATCH = ("log_format", "log_level", "trust_game", "ladder")
+"""``asp eval``'s options that ``--ladder`` takes too."""
+
+
+def _ladder(args: argparse.Namespace) -> int:
+    """``asp eval RUN --ladder``: it plays no game, so an option of a match is refused."""
+    from asp.app.evaluation.ladder import ladder_table
+    from asp.app.run import RunDir
+    from asp.app.run.checkpoint import RunError
+
+    where = args.checkpoint
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    defaults = vars(parser.parse_args([where]))
+    given = [
+        name
+        for name, value in vars(args).items()
+        if name in defaults and name not in _NOT_OF_A_MATCH and value != defaults[name]
+    ]
+    if given:
+        option = "--" + given[0].replace("_", "-")
+        raise ConfigError(
+            f"{option}: --ladder reads the run's evaluations and plays no game: drop {option} or --ladder"
+        )
+    if not Path(where).is_dir():
+        raise RunError(f"{where}: --ladder reads a run directory (its metrics.jsonl)")
+    print(ladder_table(RunDir(where).read_metrics(), where))  # noqa: T201
+    return 0
+
+
+def _eval(
+    args: argparse.Namespace, game: GameRun, model: torch.nn.Module, version: int, engine: dict[str, Any] | None
+) -> int:
+    """``asp eval RUN`` of the run ``game`` (``model`` at ``version``): a match against one of
+    the game's movers, another checkpoint of the same game or the game's engine (``engine``,
+    its fields: ``--vs stockfish``, ``--vs uci``); prints the score with its Elo, and writes the
+    games to ``--pgn`` in the game's own format (chess)."""
+    from asp.app.run_config import match_starts
+    from asp.games import PlayConfig
+    from asp.games.protocol import exported
+
+    if args.pgn and exported(game.game, []) is None:
+        raise ConfigError(f"--pgn applies to a game of chess only, not to a {game.cfg.game} run")
+    opponent, described, opponent_version, opponent_search = _opponent(args, game, engine)
+    movers = game.game.movers()
+    play_cfg = PlayConfig(
+        game.game,
+        n_games=args.games,
+        seed=args.seed,
+        max_plies=game.cfg.max_plies if args.max_plies is None else args.max_plies,
+        temperature=0.0 if args.temperature is None else args.temperature,
+        opponent_temperature=1.0 if args.vs in movers else None,
+        model_version=version,
+        opponent_version=opponent_version,
+        search=play_search(game, args),
+        opponent_search=opponent_search,
+        samples=False,
+        # Two players that play to win would play the same two games over and over.
+        **(
+            {}
+            if args.vs == "random" or args.from_start
+            else match_starts(game.game, between_networks=args.vs not in movers)
+        ),
+    )
+    records = _play_match(model, opponent, play_cfg, workers=args.workers)
+    if args.pgn:
+        _write_pgn(args, game, records, opponent_version, named=args.vs not in movers and engine is None)
+    return _print_match(args, version, described, records, engine=engine is not None)
+
+
+def _write_pgn(
+    args: argparse.Namespace, game: GameRun, records: list[Any], opponent_version: int, *, named: bool
+) -> None:
+    """Write the match's games to ``--pgn``; another checkpoint (``named``) is named by its run."""
+    from asp.app.outputs import writing
+    from asp.atomic import write_text_atomic
+    from asp.games.protocol import exported
+
+    if named:
+        name = checkpoint_name(args.vs, opponent_version)
+        records = [dataclasses.replace(record, opponent_name=name) for record in records]
+    export = exported(game.game, records)
+    assert export is not None, "a game without a format of its own is refused above"
+    with writing(args.pgn):
+        write_text_atomic(args.pgn, export[1])
+
+
+def checkpoint_name(path: str, version: int) -> str:
+    """A checkpoint as an opponent, in words fit for a PGN tag: ``asp model v3 of RUN``.
+
+    >>> checkpoint_name("/tmp/runs/c4 (old)", 3)
+    'asp model v3 of c4__old_'
+    """
+    where = Path(path).resolve()
+    run = where.name if where.is_dir() or where.suffix != ".pt" else where.parent.name
+    return f"asp model v{version} of " + (re.sub(r"[^\w.+-]", "_", run)[:80] or "a run")
+
+
+def _play_match(model: torch.nn.Module, opponent: Any, cfg: Any, *, workers: int) -> list[Any]:
+    """The records of ``asp eval``'s match (:func:`asp.sync.play_games_parallel`); an engine
+    opponent's program in this process is closed after (the workers close their own)."""
+    from asp.sync import play_games_parallel
+
+    try:
+        records, _ = play_games_parallel(model, opponent, cfg, workers=workers)
+    finally:
+        close = getattr(opponent, "close", None)
+        if callable(close):
+            close()
+    return list(records)
+
+
+def _print_match(args: argparse.Namespace, version: int, described: str, records: list[Any], *, engine: bool) -> int:
+    """Print ``asp eval``'s line of the match of ``args.checkpoint`` (at ``version``) against
+    ``described`` (with its engine failures, against an ``engine``), and the versions its run
+    keeps; return the exit code, 0."""
+    from asp.app.evaluation.elo import match_result_of
+    from asp.app.run.checkpoint import kept_versions_line
+
+    result = match_result_of(records)
+    print(  # noqa: T201
+        f"{args.checkpoint} (version {version}) against {described}: "
+        f"{result.describe(failures=engine)}" + (f"; wrote {args.pgn}" if args.pgn else "")
+    )
+    if kept := kept_versions_line(args.checkpoint):
+        print(kept)  # noqa: T201
+    return 0
+
+
+def _opponent(
+    args: argparse.Namespace, game: GameRun, engine: dict[str, Any] | None
+) -> tuple[Any, str, int, SearchConfig | None]:
+    """``asp eval``'s opponent in the run ``game``: ``(opponent, in words, its version, its
+    search)``: a mover of the game, its engine, or another checkpoint of the same game."""
+    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.games.protocol import engine_config
+
+    movers = game.game.movers()
+    if args.vs in movers:
+        return movers[args.vs], f"the {args.vs} mover", 0, None
+    has_engine = engine_config(game.game, {}) is not None
+    if engine is not None and has_engine:
+        found = engine_config(game.game, engine, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
+        return found, found.opponent_name, 0, None
+    if args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
+        engines = ", stockfish, uci" if has_engine else ""
+        raise ConfigError(
+            f"--vs {args.vs}: not an opponent of {game.cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"
+        )
+    other, opponent, opponent_state = run_from_checkpoint(args.vs, trust_game=args.trust_game)
+    if other.cfg.game != game.cfg.game and other.game.name != game.game.name:
+        raise ConfigError(f"--vs {args.vs}: a run of {other.cfg.game}, not of {game.cfg.game}")
+    version = opponent_state["version"]
+    return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
+
+
+def _names_no_file(vs: str) -> bool:
+    """Whether ``--vs`` is a word that names no file: a mover's name, not a RUN (a path, a
+    checkpoint file, ``RUN@VERSION``)."""
+    return not Path(vs).exists() and not any(mark in vs for mark in ("/", os.sep, "@")) and not vs.endswith(".pt")

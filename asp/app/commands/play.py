@@ -1,0 +1,121 @@
+"""``asp play``: self-play games of a checkpoint (or a fresh model), written as JSON lines
+(:mod:`asp.app.games_file`) and in the game's own format where it has one (chess: PGN)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from asp.app.commands.options import POLICY_ONLY_HELP, SEARCH_HELP, check_game_options, play_search
+from asp.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
+
+    from asp.app.game_run import GameRun
+
+__all__ = ["HELP", "add_arguments", "play_summary", "run"]
+
+HELP = "play self-play games and write them (chess: PGN; other games: JSON lines)"
+
+
+def add_arguments(play: argparse.ArgumentParser) -> None:
+    """``asp play``'s options."""
+    play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
+    play.add_argument(
+        "--game", help="the game of a fresh model: tinychess (default), connect4 or MODULE:ATTR (a checkpoint: its own)"
+    )
+    play.add_argument("--games", type=int, default=64, help="games to play (default 64)")
+    play.add_argument("--max-plies", type=int, help="ply cap (default: the run's; TinyChess 200)")
+    play.add_argument("--seed", type=int, default=0, help="seed of the games (and of a fresh model; default 0)")
+    play.add_argument("--temperature", type=float, help="sampling temperature (default 1)")
+    play.add_argument("--search", type=int, help=SEARCH_HELP)
+    play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
+    play.add_argument("--workers", type=int, default=1, help="worker processes (default 1: play in this process)")
+    play.add_argument(
+        "--out",
+        help="file to write: .jsonl, or the game's own format (chess: .pgn; default selfplay.pgn; other "
+        "games: selfplay.jsonl)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``asp play``: the games of ``--checkpoint``, or of a fresh model of ``--game`` as
+    ``asp train`` would start it."""
+    import torch
+
+    from asp.app.game_loader import TINYCHESS, load_game
+    from asp.app.game_run import GameRun
+    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.app.run_config import defaults_for
+
+    check_game_options(args)
+    if args.checkpoint:
+        if args.game is not None:
+            raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
+        game, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
+        return _play(args, game, model, state["version"])
+    spec = args.game or TINYCHESS
+    loaded = load_game(spec)
+    fresh = GameRun(defaults_for(spec, loaded), loaded)  # as asp train would start it
+    torch.manual_seed(args.seed)
+    return _play(args, fresh, fresh.new_model(), 0)
+
+
+def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, version: int) -> int:
+    """``asp play`` of a game: self-play games written as JSON lines to ``--out`` (and in the
+    game's own format beside them, where it has one), or in the game's own format alone where
+    ``--out`` has its suffix (chess: ``.pgn``); by default to ``selfplay`` with the game's own
+    suffix, else ``selfplay.jsonl``. A file of the game's own format that is already there
+    beside a ``--out`` of JSON lines is refused, not overwritten: the user did not name it."""
+    from asp.app.outputs import check_output_file, writing
+    from asp.atomic import write_text_atomic
+    from asp.games import PlayConfig
+    from asp.games.protocol import exported
+    from asp.sync import play_games_parallel
+
+    own = exported(game.game, [])  # the game's own format, if it has one: the default file's
+    out = args.out or "selfplay" + (own[0] if own is not None else ".jsonl")
+    check_output_file("--out", out)
+    beside = Path(out).with_suffix(own[0]) if own is not None else Path(out)
+    if beside != Path(out) and beside.exists():
+        raise ConfigError(
+            f"--out {out}: the games go in {beside} beside it too, and {beside} exists: remove it or pick another --out"
+        )
+    search = play_search(game, args, sampling=True)
+    play_cfg = PlayConfig(
+        game.game,
+        n_games=args.games,
+        seed=args.seed,
+        max_plies=game.cfg.max_plies if args.max_plies is None else args.max_plies,
+        temperature=1.0 if args.temperature is None else args.temperature,
+        model_version=version,
+        search=search,
+        samples=False,
+    )
+    records, stats = play_games_parallel(model, None, play_cfg, workers=args.workers)
+    export = exported(game.game, records)
+    with writing(out):
+        if export is not None and Path(out).suffix == export[0]:  # chess: --out games.pgn asks for PGN
+            write_text_atomic(out, export[1])
+        else:
+            game.write_games([r.plain() for r in records], out)
+    print(play_summary(stats, out))  # noqa: T201
+    return 0
+
+
+def play_summary(stats: dict[str, Any], out: str | os.PathLike[str]) -> str:
+    """The line of ``asp play``: how many games and plies, how fast, their results, where.
+
+    >>> play_summary({"games": 4, "plies": 130, "seconds": 2.0, "results": {"0-1": 1, "1-0": 3}}, "c4.jsonl")
+    'played 4 games, 130 plies in 2.0 s (65 plies/s); results 1-0 3, 0-1 1; wrote c4.jsonl'
+    """
+    order = {"1-0": 0, "1/2-1/2": 1, "0-1": 2}
+    results = sorted(stats["results"].items(), key=lambda item: order.get(item[0], 3))
+    return (
+        f"played {stats['games']} games, {stats['plies']} plies in {stats['seconds']:.1f} s "
+        f"({stats['plies'] / max(stats['seconds'], 1e-9):.0f} plies/s); "
+        f"results {', '.join(f'{result} {count}' for result, count in results)}; wrote {os.fspath(out)}"
+    )
