@@ -36,6 +36,7 @@ from asp.app.checkpoint import model_from_checkpoint, run_config_of
 from asp.app.game_config import GameRunConfig
 from asp.app.games import load_game
 from asp.games import MODEL, PlayConfig, Record, play_games
+from asp.games.protocol import movers
 from asp.tinychess.mates import mating_moves
 
 
@@ -94,7 +95,7 @@ def main() -> None:
     cfg = run_config_of(state)
     game = load_game(cfg.game)
     play = endings_config(cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only)
-    records, stats = play_games(model, game.movers()["random"], play)
+    records, stats = play_games(model, movers(game)["random"], play)
     ended, mates = replayed(records)
     report: dict[str, Any] = {
         "run": args.run,

@@ -27,6 +27,7 @@ from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 from asp.games import PlayConfig
 from asp.games.protocol import exported, outcome
+from asp.games.protocol import movers as game_movers
 from asp.search import SearchConfig
 from asp.sync import play_games_parallel
 from asp.tinychess.engine import EngineConfig, EngineOpponent
@@ -61,7 +62,7 @@ def game_eval(
     if args.pgn and exported(game, []) is None:
         raise ConfigError(f"--pgn applies to a game of chess only, not to a {cfg.game} run")
     opponent, described, opponent_version, opponent_search = _opponent(args, game, cfg, engine_cfg)
-    movers = game.movers()
+    movers = game_movers(game)
     play_cfg = PlayConfig(
         game,
         n_games=args.games,
@@ -136,7 +137,7 @@ def _opponent(
     another checkpoint of the same game."""
     from asp.app.checkpoint import model_from_checkpoint, run_config_of
 
-    movers = game.movers()
+    movers: dict[str, Any] = game_movers(game)  # each an nn.Module (asp.games.Mover)
     if args.vs in movers:
         return movers[args.vs], f"the {args.vs} mover", 0, None
     if engine_cfg is not None and isinstance(game, TinyChessGame):

@@ -25,7 +25,7 @@ from asp.app.matches import matches_metrics, play_matches
 from asp.atomic import write_text_atomic
 from asp.errors import ConfigError, ShardFailed
 from asp.games import Record, Trainer
-from asp.games.protocol import exported
+from asp.games.protocol import exported, movers
 from asp.selfplay import SelfPlay
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.game import TinyChessGame
@@ -89,8 +89,9 @@ class GameRun:
         matches: dict[str, tuple[Any, Any]] = {
             f"eval_v{old}": (network, self.cfg.version_match_cfg(self.game, version, old)) for old, network in past
         }
-        matches["eval"] = (self.game.movers()["random"], self.cfg.eval_cfg(self.game, version))
-        for name, mover in self.game.movers().items():
+        opponents = movers(self.game)
+        matches["eval"] = (opponents["random"], self.cfg.eval_cfg(self.game, version))
+        for name, mover in opponents.items():
             if name != "random":
                 matches[f"eval_{name}"] = (mover, self.cfg.mover_match_cfg(self.game, version))
         played = await play_matches(selfplay, model, matches, precision=self.cfg.eval_precision, priority=EVAL_PRIORITY)
