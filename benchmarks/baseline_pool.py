@@ -95,7 +95,7 @@ class UnevenChess(TinyChessGame):
         self.short_plies = short_plies
 
     def outcome(self, state: ChessState) -> float | None:
-        """TinyChess's outcome, and a game at its cap adjudicated (:meth:`status` follows)."""
+        """TinyChess's outcome, and a game at its cap adjudicated (the search's status follows)."""
         value = super().outcome(state)
         if value is None:
             ply = state.board.ply()

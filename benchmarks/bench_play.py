@@ -16,8 +16,8 @@ and the ratio asp / baseline, which factors out the speed of the machine. Runs a
 are reported. Targets: >= 5,000 plies/s and ratio >= 0.45 (issue 9; it was 0.33 before). It
 always exits 0. ``--mate-in-one`` times asp with ``PlayConfig(take_wins=True)``: the untrained
 model then mates whenever it can, so its games are shorter (and TinyChessGame looks for the mates
-in one of every position, its :attr:`Status.winning <asp.search.Status.winning>`, which play
-without ``take_wins`` does not ask for).
+in one of every position, its ``winning`` actions, which play without ``take_wins`` does not
+ask for).
 
     python benchmarks/bench_play.py [--runs 3] [--games G] [--mate-in-one] [--cpu K] [--json out.json]
 """

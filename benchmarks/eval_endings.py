@@ -37,6 +37,7 @@ from asp.app.game_run import GameRun
 from asp.app.run.checkpoint import model_from_checkpoint, run_config_of
 from asp.app.run_config import GameRunConfig
 from asp.games import MODEL, PlayConfig, Record, play_games
+from asp.games.protocol import movers
 from asp.tinychess.mates import mating_moves
 
 
@@ -95,7 +96,7 @@ def main() -> None:
     cfg = run_config_of(state)
     game = load_game(cfg.game)
     play = endings_config(cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only)
-    records, stats = play_games(model, game.movers()["random"], play)
+    records, stats = play_games(model, movers(game)["random"], play)
     ended, mates = replayed(records)
     report: dict[str, Any] = {
         "run": args.run,

@@ -11,28 +11,27 @@ is written as the cells played from the empty board (``519``).
 
 >>> game = TicTacToe()
 >>> state = game.parse_state("1425")
->>> [game.action_text(state, a) for a in game.status(state).winning]
+>>> [game.action_text(state, a) for a in game.winning(state)]
 ['3']
 >>> state = game.apply(state, 2)
 >>> print(game.show(state))
 X X X
 O O .
 . . .
->>> game.state_text(state), game.status(state).value
+>>> game.state_text(state), game.outcome(state)
 ('14253', -1.0)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from asp.checks import check_int
-from asp.games import Mover, PlayConfig, RandomMover, Symmetry, play_games
-from asp.search import Status
+from asp.games import PlayConfig, RandomMover, Symmetry, play_games
 
 __all__ = ["Board", "NetConfig", "TicTacToe", "TicTacToeNet"]
 
@@ -106,14 +105,18 @@ class TicTacToe:
     def to_move(self, state: Board) -> int:
         return len(state.moves) % 2
 
-    def status(self, state: Board) -> Status:
+    def outcome(self, state: Board) -> float | None:
         cells, mine = state.cells, 1 + self.to_move(state)
         if any(cells[a] == cells[b] == cells[c] == 3 - mine for a, b, c in LINES):
-            return Status(value=-1.0)  # the previous mover made three in a row
-        if 0 not in cells:
-            return Status(value=0.0)
+            return -1.0  # the previous mover made three in a row
+        return 0.0 if 0 not in cells else None
+
+    def winning(self, state: Board) -> list[int]:
+        """The cells that make three in a row at once, so that the search plays them without
+        searching (asked only while the game goes on; a game may leave this method out)."""
+        cells, mine = state.cells, 1 + self.to_move(state)
         winning = {i for line in LINES for i in line if cells[i] == 0 and [cells[j] for j in line].count(mine) == 2}
-        return Status(winning=tuple(sorted(winning)))
+        return sorted(winning)
 
     def actions(self, state: Board) -> list[int]:
         return [i for i, cell in enumerate(state.cells) if cell == 0]
@@ -141,7 +144,7 @@ class TicTacToe:
         text = text.strip()
         if len(text) != 1 or text not in "123456789":
             raise ValueError(f"{text!r} is not a cell 1-9")
-        if self.status(state).value is not None:
+        if self.outcome(state) is not None:
             raise ValueError(f"cell {text}: the game is over")
         if state.cells[int(text) - 1]:
             raise ValueError(f"cell {text} is taken")
@@ -164,16 +167,6 @@ class TicTacToe:
 
     def symmetries(self) -> tuple[Symmetry, ...]:
         return SYMMETRIES
-
-    def movers(self) -> Mapping[str, Mover]:
-        return {"random": RandomMover()}
-
-    # The game travels to worker processes and is compared with the one in a checkpoint.
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
 
     def __repr__(self) -> str:
         return "TicTacToe()"

@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 from baseline_pool import UnevenChess, uneven_config  # noqa: E402
 
 from asp.games import play_games
+from asp.games.protocol import status
 
 
 def test_long_and_short_games_end_at_their_caps() -> None:
@@ -26,6 +27,6 @@ def test_status_follows_the_cap_too() -> None:
     game = UnevenChess(long_plies=9, short_plies=2)
     state = game.start()
     for _ in range(2):
-        assert game.status(state).value is None
+        assert status(game, state).value is None
         state = game.apply(state, game.actions(state)[0])
-    assert game.outcome(state) == game.status(state).value == game.adjudicate(state)
+    assert game.outcome(state) == status(game, state).value == game.adjudicate(state)

@@ -168,24 +168,23 @@ def test_a_mover_of_ones_own_needs_a_name_and_a_choice() -> None:
             mover(torch.zeros(1, 3))
 
 
-class _CountsStatus(ConnectFour):
-    """Connect Four that says whether a game is over by ``outcome``, and counts ``status`` calls."""
+class _CountsWinning(ConnectFour):
+    """Connect Four that counts the calls of ``winning``, and those at a finished position."""
 
     def __init__(self) -> None:
         self.asked = 0
+        self.finished = 0
 
-    def status(self, state: Any) -> Any:
+    def winning(self, state: Any) -> list[int]:
         self.asked += 1
-        return super().status(state)
-
-    def outcome(self, state: Any) -> float | None:
-        return rules.value(state)
+        self.finished += rules.value(state) is not None
+        return super().winning(state)
 
 
 def test_play_asks_for_the_winning_actions_only_where_it_uses_them() -> None:
-    # A game whose winning actions cost time to find (chess: its mates in one) says whether
-    # a game is over by outcome(); play without search or take_wins never asks status().
-    game = _CountsStatus()
+    # A game whose winning actions cost time to find (chess: its mates in one) is asked for
+    # them by a search and by take_wins alone, and never at a position whose game is over.
+    game = _CountsWinning()
     plain, _ = play_games(fresh_net(), None, PlayConfig(game, n_games=6))
     assert game.asked == 0 and {r.termination for r in plain} == {"rules"}
     assert [r.actions for r in plain] == [
@@ -193,6 +192,9 @@ def test_play_asks_for_the_winning_actions_only_where_it_uses_them() -> None:
     ]
     play_games(fresh_net(), None, PlayConfig(game, n_games=6, take_wins=True))
     assert game.asked > 0
+    asked = game.asked
+    play_games(fresh_net(), None, PlayConfig(game, n_games=6, search=SearchConfig(4)))
+    assert game.asked > asked and game.finished == 0
 
 
 def test_a_game_cut_at_max_plies_is_a_draw() -> None:

@@ -1,20 +1,28 @@
 """What asp checks of a user's game (asp.games.protocol): a game that breaks a rule of the
 protocol, or a network whose output is not finite, stops play, search and training alike
 with one line that names the game, the method and the rule, never an error from inside asp.
-The games are tic-tac-toe with one thing broken each (tests/broken_games.py)."""
+The games are tic-tac-toe with one thing broken each (tests/broken_games.py). Then what a game
+may leave out: the optional members' defaults, and one ``outcome`` that play and the search
+both ask (tests/plain_games.py)."""
 
 from __future__ import annotations
 
+import math
+import random
 from typing import Any
 
 import broken_games
+import plain_games
 import pytest
 import torch
+from asp.app.game_loader import is_game, load_game
 
 from asp import SelfPlay
 from asp.errors import GameError, NonFiniteError, NotRetried, ShardFailed
-from asp.games import PlayConfig, TrainConfig, Trainer, play_games
-from asp.search import SearchConfig
+from asp.games import BaseMover, Mover, PlayConfig, RandomMover, TrainConfig, Trainer, play_games
+from asp.games.network_search import NetworkSearch
+from asp.games.protocol import movers, outcome, status, symmetries
+from asp.search import SearchConfig, Status, search
 from examples.tictactoe import TicTacToe
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -61,7 +69,7 @@ def test_an_action_out_of_range_is_named_with_the_rule(game: Any, action: str, m
 def test_no_action_where_the_game_goes_on_is_named_with_the_rule(mode: str) -> None:
     with pytest.raises(GameError) as error:
         play(broken_games.NoActions(), mode)
-    one_line(error, "tictactoe: actions gave no action at ", "status says the game goes on", "must be over")
+    one_line(error, "tictactoe: actions gave no action at ", "outcome says the game goes on", "must be over")
 
 
 def test_random_plies_and_the_random_mover_meet_the_same_check() -> None:
@@ -69,7 +77,7 @@ def test_random_plies_and_the_random_mover_meet_the_same_check() -> None:
     with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
         play(game, "policy", random_plies=4)
     with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
-        play_games(game.network(), game.movers()["random"], PlayConfig(game, n_games=2))
+        play_games(game.network(), movers(game)["random"], PlayConfig(game, n_games=2))
 
 
 NETWORKS = {
@@ -137,3 +145,57 @@ async def test_in_a_worker_a_broken_game_fails_the_call_at_once_not_retried() ->
             await selfplay.play(game.network(), None, PlayConfig(game, n_games=2))
     assert isinstance(error.value.error, GameError) and isinstance(error.value.error, NotRetried)
     assert str(error.value.error).startswith("tictactoe: actions gave action 9 at ")
+
+
+# The optional members and their defaults: a game that leaves them out (tests/plain_games.py).
+
+
+class _Leftmost(BaseMover):
+    opponent_name = "leftmost"
+
+    def choose(self, game: Any, state: Any, rng: random.Random) -> int:
+        return min(game.actions(state))
+
+
+class _WithMovers(TicTacToe):
+    """Tic-tac-toe with movers of its own: one besides ``random``, then a ``random`` of its own."""
+
+    def movers(self) -> dict[str, Mover]:
+        return {"leftmost": _Leftmost(), "random": _Leftmost()}
+
+
+def test_a_game_with_the_required_members_alone_loads_plays_searches_and_trains() -> None:
+    game = load_game("plain_games:Plain")
+    assert isinstance(game, plain_games.Plain) and is_game(game)
+    assert symmetries(game) == () and list(movers(game)) == ["random"]
+    assert isinstance(movers(game)["random"], RandomMover)
+    torch.manual_seed(0)
+    for searched in (None, SearchConfig(4)):
+        records, _ = play_games(game.network(), None, PlayConfig(game, n_games=4, search=searched, take_wins=True))
+        assert {r.termination for r in records} == {"rules"}
+    net = game.network()
+    metrics = Trainer(net, game, TrainConfig(device="cpu")).train(records)  # symmetries on: none to draw
+    assert math.isfinite(metrics["loss/policy"])
+    evaluated, _ = play_games(net, movers(game)["random"], PlayConfig(game, n_games=4))
+    assert [r.opponent_name for r in evaluated] == ["random"] * 4
+
+
+def test_random_is_every_game_s_first_mover_and_a_game_s_own_takes_its_place() -> None:
+    assert list(movers(TicTacToe())) == ["random"]
+    own = movers(_WithMovers())
+    assert list(own) == ["random", "leftmost"] and isinstance(own["random"], _Leftmost)
+
+
+def test_the_search_ends_a_game_where_its_outcome_does() -> None:
+    # ShortTicTacToe changes outcome alone: play and the search both end its games there.
+    game = plain_games.ShortTicTacToe()
+    ended = game.parse_state("1234")
+    assert outcome(game, ended) == 0.0 == status(game, ended).value
+    net = game.network()
+    assert NetworkSearch(game, net).status(ended) == Status(value=0.0)
+    with pytest.raises(ValueError, match="a root position is finished"):
+        search(NetworkSearch(game, net), [ended], SearchConfig(4), [random.Random(0)])
+    torch.manual_seed(0)
+    records, _ = play_games(net, None, PlayConfig(game, n_games=4, search=SearchConfig(4)))
+    assert [len(r.actions) for r in records] == [plain_games.SHORT_PLIES] * 4
+    assert {(r.termination, r.result) for r in records} == {("rules", 0.5)}

@@ -14,6 +14,7 @@ import torch
 from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.games import MODEL, OPPONENT, PlayConfig, Record, TrainConfig, Trainer, play_games
+from asp.games.protocol import movers, status
 from asp.search import SearchConfig
 from asp.tinychess.features import encode_boards
 from asp.tinychess.game import ChessState, TinyChessGame, material_lead
@@ -37,10 +38,10 @@ def play_line(state: ChessState, moves: str) -> ChessState:
 
 def test_checkmate_stalemate_and_insufficient_material_end_the_game() -> None:
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
-    assert GAME.status(mated).value == -1.0 and GAME.to_move(mated) == 0
-    assert GAME.status(GAME.parse_state("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")).value == 0.0  # stalemate
-    assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/8 w - - 0 1")).value == 0.0  # kings alone
-    assert GAME.status(GAME.parse_state("7k/8/6K1/8/8/8/8/R7 w - - 150 90")).value == 0.0  # 75-move rule
+    assert status(GAME, mated).value == -1.0 and GAME.to_move(mated) == 0
+    assert status(GAME, GAME.parse_state("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")).value == 0.0  # stalemate
+    assert status(GAME, GAME.parse_state("7k/8/6K1/8/8/8/8/8 w - - 0 1")).value == 0.0  # kings alone
+    assert status(GAME, GAME.parse_state("7k/8/6K1/8/8/8/8/R7 w - - 150 90")).value == 0.0  # 75-move rule
 
 
 def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_it_must_expand() -> None:
@@ -48,15 +49,15 @@ def test_status_is_worked_out_once_and_lists_the_legal_moves_only_of_a_position_
     # enough to know that the game goes on, and listing them all would slow the search for nothing.
     root = GAME.search_root(play_line(GAME.start(), "e2e4"))
     inside = GAME.apply(root, GAME.parse_action(root, "e7e5"))
-    assert GAME.status(inside).value is None and "legal" not in vars(inside)
+    assert status(GAME, inside).value is None and "legal" not in vars(inside)
     mated = play_line(GAME.start(), "f2f3 e7e5 g2g4 d8h4")
-    assert GAME.status(mated).value == -1.0
+    assert status(GAME, mated).value == -1.0
     # A game's own positions are all played from: their legal moves are listed at once.
     state = play_line(GAME.start(), "e2e4 e7e5")
-    assert GAME.status(state).value is None and "legal" in vars(state)
+    assert status(GAME, state).value is None and "legal" in vars(state)
     # Worked out once a position: the play loop asks at each ply, and again of the search's root.
     threat = play_line(state, "f1c4 b8c6 d1h5 g8f6")
-    assert GAME.status(threat) == GAME.status(threat) == GAME.status(GAME.search_root(threat))
+    assert status(GAME, threat) == status(GAME, threat) == status(GAME, GAME.search_root(threat))
     root = GAME.search_root(threat)
     assert vars(root)["winning"] is vars(threat)["winning"] and root.legal is threat.legal
 
@@ -65,14 +66,14 @@ def test_outcome_is_the_status_value_without_looking_for_mates_in_one() -> None:
     # The play loop asks at every ply whether the game is over; mates in one (Status.winning)
     # are worth finding only where a search or take_wins uses them.
     mate_in_one = play_line(GAME.start(), "e2e4 e7e5 f1c4 b8c6 d1h5 g8f6")
-    assert GAME.outcome(mate_in_one) is None and "status" not in vars(mate_in_one)
-    assert [GAME.action_text(mate_in_one, a) for a in GAME.status(mate_in_one).winning] == ["h5f7"]
+    assert GAME.outcome(mate_in_one) is None and "winning" not in vars(mate_in_one)
+    assert [GAME.action_text(mate_in_one, a) for a in status(GAME, mate_in_one).winning] == ["h5f7"]
     mated = play_line(mate_in_one, "h5f7")
-    assert GAME.outcome(mated) == -1.0 == GAME.status(mated).value
+    assert GAME.outcome(mated) == -1.0 == status(GAME, mated).value
     stalemate = GAME.parse_state("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")
-    assert GAME.outcome(stalemate) == 0.0 == GAME.status(stalemate).value
+    assert GAME.outcome(stalemate) == 0.0 == status(GAME, stalemate).value
     root = GAME.search_root(mate_in_one)
-    assert GAME.outcome(root) is None and GAME.status(root).winning == GAME.status(mate_in_one).winning
+    assert GAME.outcome(root) is None and status(GAME, root).winning == status(GAME, mate_in_one).winning
 
 
 def test_outcome_and_status_end_a_game_where_python_chess_does() -> None:
@@ -82,7 +83,7 @@ def test_outcome_and_status_end_a_game_where_python_chess_does() -> None:
         while True:
             outcome = board.outcome(claim_draw=False)
             expected = None if outcome is None else 0.0 if outcome.winner is None else -1.0
-            assert GAME.outcome(state) == expected == GAME.status(state).value
+            assert GAME.outcome(state) == expected == status(GAME, state).value
             if expected is not None:
                 break
             action = rng.choice(GAME.actions(state))
@@ -104,15 +105,15 @@ def test_a_position_after_a_capture_or_pawn_move_keeps_no_past() -> None:
 def test_fivefold_repetition_ends_a_game_and_a_repetition_inside_a_search_is_a_draw() -> None:
     shuffle = "g1f3 g8f6 f3g1 f6g8 "
     state = play_line(GAME.start(), shuffle * 3)
-    assert state.seen == 3 and GAME.status(state).value is None
+    assert state.seen == 3 and status(GAME, state).value is None
     state = play_line(state, shuffle)
-    assert state.seen == 4 and GAME.status(state).value == 0.0
+    assert state.seen == 4 and status(GAME, state).value == 0.0
     # In a search, the first repetition below the root is a draw; the root itself plays on.
     root = GAME.search_root(play_line(GAME.start(), shuffle))
-    assert root.seen == 1 and GAME.status(root).value is None
-    assert GAME.status(play_line(root, shuffle)).value == 0.0
-    assert GAME.status(play_line(root, "g1f3 g8f6")).value == 0.0  # seen earlier in the game
-    assert GAME.status(play_line(root, "b1c3 b8c6")).value is None
+    assert root.seen == 1 and status(GAME, root).value is None
+    assert status(GAME, play_line(root, shuffle)).value == 0.0
+    assert status(GAME, play_line(root, "g1f3 g8f6")).value == 0.0  # seen earlier in the game
+    assert status(GAME, play_line(root, "b1c3 b8c6")).value is None
 
 
 def test_a_cut_game_is_adjudicated_by_material_for_the_side_to_move() -> None:
@@ -164,9 +165,9 @@ def test_notation_errors_say_what_is_wrong() -> None:
 
 
 def test_the_game_s_movers_are_the_random_and_the_greedy_mover() -> None:
-    movers = GAME.movers()
-    assert set(movers) == {"random", "greedy"} and isinstance(movers["greedy"], GreedyChessMover)
-    assert all(mover.opponent_name == name for name, mover in movers.items())
+    known = movers(GAME)
+    assert list(known) == ["random", "greedy"] and isinstance(known["greedy"], GreedyChessMover)
+    assert all(mover.opponent_name == name for name, mover in known.items())
 
 
 @pytest.mark.parametrize("take_wins", [False, True])

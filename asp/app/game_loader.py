@@ -33,8 +33,8 @@ GAMES = {TINYCHESS: "asp.tinychess.game:TinyChessGame", "connect4": "asp.connect
 TRUST_HINT = "--trust-game"
 """The option of every command that lets a file it reads name a game outside asp."""
 
-_METHODS = ("start", "to_move", "status", "actions", "apply", "encode", "network", "action_text", "parse_action",
-            "state_text", "parse_state", "show", "symmetries", "movers")  # fmt: skip
+_METHODS = ("start", "to_move", "outcome", "actions", "apply", "encode", "network", "action_text", "parse_action",
+            "state_text", "parse_state", "show")  # fmt: skip
 
 
 def is_game(obj: object) -> bool:

@@ -6,7 +6,7 @@ a move is its column, 1-7. The one symmetry is the left-right mirror.
 
 >>> game = ConnectFour()
 >>> state = game.parse_state("445566")
->>> [game.action_text(state, a) for a in game.status(state).winning]
+>>> [game.action_text(state, a) for a in game.winning(state)]
 ['3', '7']
 >>> print(game.show(game.apply(state, 6)))
 . . . . . . .
@@ -32,9 +32,8 @@ from torch import nn
 from asp.connect4 import rules
 from asp.connect4.model import N_FEATURES, C4Config, C4Net
 from asp.connect4.rules import HEIGHT, WIDTH, Board
-from asp.games.movers import BaseMover, RandomMover
+from asp.games.movers import BaseMover
 from asp.games.protocol import Mover, Symmetry
-from asp.search import Status
 
 __all__ = ["ConnectFour", "WinBlockMover", "mirror_features"]
 
@@ -65,11 +64,11 @@ class ConnectFour:
     def to_move(self, state: Board) -> int:
         return state.to_move
 
-    def status(self, state: Board) -> Status:
-        value = rules.value(state)
-        if value is not None:
-            return Status(value=value)
-        return Status(winning=tuple(rules.winning_columns(state)))
+    def outcome(self, state: Board) -> float | None:
+        return rules.value(state)
+
+    def winning(self, state: Board) -> list[int]:
+        return rules.winning_columns(state)
 
     def actions(self, state: Board) -> list[int]:
         return rules.legal_columns(state)
@@ -137,7 +136,8 @@ class ConnectFour:
         return [Symmetry("mirror", mirror_features, tuple(WIDTH - 1 - c for c in range(WIDTH)))]
 
     def movers(self) -> Mapping[str, Mover]:
-        return {"random": RandomMover(), "winblock": WinBlockMover()}
+        """The win/block mover, besides the random mover every game has."""
+        return {"winblock": WinBlockMover()}
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)

@@ -1,9 +1,10 @@
 """Any two-player board game: the game protocol, and what every game shares.
 
-A game implements :class:`Game` (rules, encoding, network, notation, symmetries, movers);
-:func:`play_games` plays it in batches, with or without search, against itself, a network or
-a :class:`Mover`; :class:`Trainer` learns from its records. None of it knows a particular game
-or the orchestrator: :class:`asp.SelfPlay` plays a :class:`PlayConfig` like any other.
+A game implements :class:`Game` (rules, encoding, network, notation, and optional extras such
+as winning actions, symmetries and movers); :func:`play_games` plays it in batches, with or
+without search, against itself, a network or a :class:`Mover`; :class:`Trainer` learns from
+its records. None of it knows a particular game or the orchestrator: :class:`asp.SelfPlay`
+plays a :class:`PlayConfig` like any other.
 """
 
 from asp.games.movers import BaseMover, RandomMover

@@ -49,8 +49,8 @@ def legal_actions(game: Game[State], state: State) -> Sequence[int]:
     if len(actions) == 0 or min(actions) < 0 or max(actions) >= game.action_size:  # one test on the hot path
         if len(actions) == 0:
             raise GameError(
-                f"{game.name}: actions gave no action at {_where(game, state)}, where status says the game goes on: "
-                "a position without a legal action must be over (status gives its value)"
+                f"{game.name}: actions gave no action at {_where(game, state)}, where outcome says the game goes on: "
+                "a position without a legal action must be over (outcome gives its value)"
             )
         raise _out_of_range(game, state, actions, "actions")
     return actions
@@ -59,13 +59,11 @@ def legal_actions(game: Game[State], state: State) -> Sequence[int]:
 def legal_choices(
     game: Game[State], states: Sequence[State], choices: Sequence[Sequence[int]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The actions each state chooses from (its legal actions, or the winning ones of its
-    status), checked as :func:`legal_actions` checks them but for the whole batch in a few
-    array operations: ``(actions, counts)``, every state's choices in one int64 array and the
-    number of each.
+    """The actions each state chooses from (its legal actions, or its winning ones), checked
+    as :func:`legal_actions` checks them but for the whole batch in a few array operations:
+    ``(actions, counts)``, every state's choices in one int64 array and the number of each.
 
-    :raises GameError: naming the game, the method (``actions``, or ``status`` for its
-        winning actions) and the rule broken.
+    :raises GameError: naming the game, the method (``actions`` or ``winning``) and the rule broken.
     """
     counts = np.fromiter(map(len, choices), dtype=np.int64, count=len(choices))
     flat = np.fromiter(itertools.chain.from_iterable(choices), dtype=np.int64, count=int(counts.sum()))
@@ -73,7 +71,7 @@ def legal_choices(
         for state, options in zip(states, choices, strict=True):
             legal_actions(game, state)
             if min(options) < 0 or max(options) >= game.action_size:
-                raise _out_of_range(game, state, options, "status (its winning actions)")
+                raise _out_of_range(game, state, options, "winning")
     return flat, counts
 
 

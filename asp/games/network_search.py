@@ -1,6 +1,7 @@
 """A :class:`~asp.games.Game` and its network as the search's :class:`~asp.search.SearchGame`.
 
-The search asks the game for its rules (status, actions, apply) and the network for each
+The search asks the game for its rules (status, actions, apply; a position's status is
+:func:`asp.games.protocol.status`, its outcome and winning actions) and the network for each
 batch of new positions: one :meth:`Game.encode` and one forward pass per call. Both answers are
 checked against the protocol (:mod:`asp.games.checked`) before the search, which knows no
 game, takes them.
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from asp.games.checked import legal_actions, network_output
-from asp.games.protocol import Game, State
+from asp.games.protocol import Game, State, status
 from asp.search import Status
 
 __all__ = ["NetworkSearch"]
@@ -42,7 +43,7 @@ class NetworkSearch(Generic[State]):
         self.boards = 0
 
     def status(self, state: State) -> Status:
-        return self.game.status(state)
+        return status(self.game, state)
 
     def actions(self, state: State) -> Sequence[int]:
         return legal_actions(self.game, state)

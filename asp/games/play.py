@@ -53,6 +53,7 @@ from asp.games.protocol import (
     packed,
     search_root,
     unpacked,
+    winning,
 )
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
@@ -109,12 +110,12 @@ class PlayConfig:
     (:class:`~asp.games.records.Samples`). Evaluation games can do without."""
     take_wins: bool = False
     """A network that moves without search plays an action that wins at once
-    (:attr:`Status.winning <asp.search.Status.winning>`) whenever it has one, the likeliest of
+    (:func:`~asp.games.protocol.winning`) whenever it has one, the likeliest of
     them, instead of sampling (a small network rarely learns to see every such win; a search
     never misses one). Its policy target is that action."""
 
     def __post_init__(self) -> None:
-        if not all(hasattr(self.game, name) for name in ("start", "status", "actions", "apply", "encode")):
+        if not all(hasattr(self.game, name) for name in ("start", "outcome", "actions", "apply", "encode")):
             raise ConfigError(f"PlayConfig.game must be a Game (asp.games.Game), got {self.game!r}")
         for name, low, high in (
             ("n_games", 0, 10**9),
@@ -345,7 +346,7 @@ class _Step(Generic[State]):
         else:
             encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
             logits, _ = network_output(game, side.net, encoded, len(games), who=side.who)
-            wins = [game.status(g.state).winning if self.cfg.take_wins else () for g in games]
+            wins = [winning(game, g.state) if self.cfg.take_wins else () for g in games]
             choices = [won or game.actions(g.state) for g, won in zip(games, wins, strict=True)]
             actions, counts = legal_choices(game, [g.state for g in games], choices)
             # The logits of every game's choices, gathered in one indexing of one array.

@@ -2,18 +2,20 @@
 evaluated and shown by asp.
 
 A game is one class that implements :class:`Game`. It grows from the search's
-:class:`~asp.search.SearchGame` (``status``, ``actions``, ``apply``), replacing ``evaluate``
-by ``encode`` and ``network``: the network is the game's, and asp calls it. The rest is
-notation (text in, text out) and the optional extras: symmetries for data augmentation and
-the simple movers the game knows.
+:class:`~asp.search.SearchGame` (``status``, ``actions``, ``apply``), whose ``status`` it
+gives as :meth:`Game.outcome` and the optional ``winning`` (:func:`status`), replacing
+``evaluate`` by ``encode`` and ``network``: the network is the game's, and asp calls it. The
+rest is notation (text in, text out) and the optional extras: the actions that win at once,
+symmetries for data augmentation, the simple movers the game knows, a picture of a position.
 
 Rules of the protocol, which asp relies on:
 
 * States are values: :meth:`Game.apply` returns a new state and never changes its argument.
 * Players alternate: :meth:`Game.to_move` is 0 for the first player, 1 for the second.
-* :meth:`Game.status` decides the end: its ``value`` is the result for the side to move once
-  the game is over (-1 lost, 0 drawn, +1 won), None while it goes on. Its ``winning``
-  actions win at once, so that the search plays them without searching.
+* :meth:`Game.outcome` decides the end: the result for the side to move once the game is
+  over (-1 lost, 0 drawn, +1 won), None while it goes on. Play, the search and the commands
+  all ask it, through :func:`outcome`, and nothing else: a game says in one place whether
+  it is over.
 * Actions are ints in ``range(action_size)``: the index of the action's logit in the
   network's policy row.
 * asp checks, where it takes them, that :meth:`Game.actions` gives at least one action, each
@@ -27,16 +29,27 @@ Rules of the protocol, which asp relies on:
   before any worker starts.
 * Optional methods, which asp calls where a game has them:
 
+  - ``winning(state) -> sequence of int``: the legal actions that win at once at ``state``,
+    a position where the game goes on, so that the search plays them without searching and
+    counts the position won, and a network that plays without search can take them
+    (``PlayConfig.take_wins``). asp asks for them only there, never of a finished game
+    (:func:`status`), so they may take time to find (TinyChess: its mates in one); without
+    it, none: the search finds a win by searching.
+  - ``symmetries() -> sequence of Symmetry``: the board's symmetries other than the
+    identity, for data augmentation (tic-tac-toe: seven); without them, none: the trainer
+    learns every sample as it is (:func:`symmetries`).
+  - ``movers() -> mapping of str to Mover``: the simple movers the game knows besides
+    ``random`` (Connect Four: ``winblock``), the evaluation's opponents. Every game has
+    ``random`` (:class:`~asp.games.RandomMover`), first; a game's own ``random`` takes its
+    place (:func:`movers`).
+  - ``svg(state) -> str``: ``state`` as an SVG picture, which ``asp show`` writes beside the
+    text board (Connect Four); without it, the text board alone.
   - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at
     ``max_plies`` (TinyChess: by material); without it such a game is drawn (0).
   - ``heuristic(state) -> float``: a guess at what ``state`` is worth to the side to move,
     in the game's own units (TinyChess: its material lead in pawns). Self-play records it at
     every position, and the trainer can add its discounted changes to the value target
     (``TrainConfig.heuristic_weight``); without it, the value learns the result alone.
-  - ``outcome(state) -> float | None``: :meth:`Game.status`'s ``value`` alone (always the
-    same), for a game whose winning actions take time to find (TinyChess: its mates in one):
-    self-play asks it at every ply, and wants the winning actions only where a search or
-    ``take_wins`` uses them; without it, ``status(state).value``.
   - ``search_root(state) -> state``: ``state`` as the root of a search, for a game whose
     search scores positions inside its tree differently (TinyChess: a repetition is a
     draw there); without it, the state itself.
@@ -102,12 +115,16 @@ __all__ = [
     "engine_config",
     "exported",
     "heuristic",
+    "movers",
     "openings",
     "outcome",
     "packed",
     "parsed_line",
     "search_root",
+    "status",
+    "symmetries",
     "unpacked",
+    "winning",
 ]
 
 State = TypeVar("State")
@@ -184,9 +201,10 @@ class Game(Protocol[State]):
         """Who moves at ``state``: 0 the first player, 1 the second."""
         ...
 
-    def status(self, state: State) -> Status:
-        """Whether the game is decided at ``state`` (:class:`~asp.search.Status`): its value
-        for the side to move once it is over, and the actions that win at once."""
+    def outcome(self, state: State) -> float | None:
+        """The value of ``state`` for the side to move once the game is over there (-1 lost,
+        0 drawn, +1 won), None while it goes on: asked at every ply of a game and at every
+        position a search reaches, so keep it fast."""
         ...
 
     def actions(self, state: State) -> Sequence[int]:
@@ -236,15 +254,6 @@ class Game(Protocol[State]):
         """``state`` as a text board for people, several lines."""
         ...
 
-    def symmetries(self) -> Sequence[Symmetry]:
-        """The board's symmetries other than the identity, for data augmentation; may be empty."""
-        ...
-
-    def movers(self) -> Mapping[str, Mover]:
-        """The simple movers the game knows, by name: at least ``random``; often a one-ply
-        heuristic too (``winblock``), the evaluation's second opponent."""
-        ...
-
 
 def adjudicated(game: Game[State], state: State) -> float:
     """The value, for the side to move, of a game cut at ``state``: ``game.adjudicate(state)``
@@ -263,9 +272,51 @@ def heuristic(game: Game[State], state: State) -> float | None:
 
 def outcome(game: Game[State], state: State) -> float | None:
     """The value of ``state`` for the side to move once the game is over there, None while it
-    goes on: ``game.outcome(state)`` where the game has it, else ``game.status(state).value``."""
-    over = getattr(game, "outcome", None)
-    return game.status(state).value if over is None else over(state)
+    goes on: ``game.outcome(state)``. Play, the search (:func:`status`) and the commands ask
+    whether a game is over here, and nowhere else."""
+    return game.outcome(state)
+
+
+def winning(game: Game[State], state: State) -> tuple[int, ...]:
+    """``game.winning(state)`` where the game has it, else none: the actions that win at once
+    at ``state``, a position where the game goes on."""
+    won = getattr(game, "winning", None)
+    return () if won is None else tuple(won(state))
+
+
+def status(game: Game[State], state: State) -> Status:
+    """``state`` as the search sees it (:class:`~asp.search.Status`): the :func:`outcome` of a
+    finished game, else the :func:`winning` actions, which a finished game is never asked for.
+
+    >>> from asp.connect4 import ConnectFour
+    >>> game = ConnectFour()
+    >>> status(game, game.parse_state("445566")), status(game, game.parse_state("4455667"))
+    (Status(value=None, winning=(2, 6)), Status(value=-1.0, winning=()))
+    """
+    value = outcome(game, state)
+    return Status(winning=winning(game, state)) if value is None else Status(value=value)
+
+
+def symmetries(game: Game[Any]) -> tuple[Symmetry, ...]:
+    """``game.symmetries()`` where the game has them, else none: the board's symmetries other
+    than the identity, through which the trainer sees its samples."""
+    listed = getattr(game, "symmetries", None)
+    return () if listed is None else tuple(listed())
+
+
+def movers(game: Game[Any]) -> dict[str, Mover]:
+    """The simple movers of ``game`` by name: ``random`` first, the uniformly random mover
+    every game has, then ``game.movers()`` where the game has them (its own ``random``, if
+    it has one, takes asp's place).
+
+    >>> from asp.connect4 import ConnectFour
+    >>> ConnectFour().movers().keys(), movers(ConnectFour()).keys()
+    (dict_keys(['winblock']), dict_keys(['random', 'winblock']))
+    """
+    from asp.games.movers import RandomMover  # here: asp.games.movers imports this module, through asp.games.checked
+
+    listed = getattr(game, "movers", None)
+    return {"random": RandomMover(), **({} if listed is None else dict(listed()))}
 
 
 def openings(game: Game[Any]) -> tuple[str, ...]:

@@ -9,8 +9,9 @@
   value now plus the discounted changes from here on), the sum clipped to [-1, 1];
 * over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
   (iterations), each keeping the model version that played it;
-* each sample seen through a symmetry of the board drawn at random (:meth:`Game.symmetries`,
-  the identity included), so that one game teaches every image of its positions.
+* each sample seen through a symmetry of the board drawn at random (the game's
+  :func:`~asp.games.protocol.symmetries`, the identity included), so that one game teaches
+  every image of its positions.
 
 >>> from asp.connect4 import ConnectFour
 >>> from asp.games.play import PlayConfig, play_games
@@ -40,7 +41,7 @@ from torch import nn
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError, NonFiniteError
 from asp.games.checked import output_shapes
-from asp.games.protocol import Game, unpacked
+from asp.games.protocol import Game, symmetries, unpacked
 from asp.games.records import Record, Samples
 
 __all__ = ["TrainConfig", "TrainSamples", "Trainer", "make_samples"]
@@ -215,7 +216,7 @@ class Trainer:
         self.steps = 0
         self.window: deque[TrainSamples] = deque(maxlen=self.cfg.replay)
         """The samples of the last ``replay`` calls of :meth:`train`."""
-        self._symmetries = list(game.symmetries()) if self.cfg.symmetries else []
+        self._symmetries = list(symmetries(game)) if self.cfg.symmetries else []
         self._images = [torch.tensor(s.actions) for s in self._symmetries]
 
     def window_state(self) -> list[dict[str, torch.Tensor]]:

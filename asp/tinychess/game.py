@@ -12,14 +12,14 @@ before it (on the search's path or earlier in the game) is a draw, as chess engi
 repetition; a position whose mover has a mate in one lists those moves as winning, so a mate
 in one is never missed. A game cut at ``max_plies`` is adjudicated by material
 (:meth:`TinyChessGame.adjudicate`). Chess has no symmetry that keeps its rules (castling), so
-the game lists none.
+the game has no ``symmetries``.
 
 >>> game = TinyChessGame()
 >>> state = game.parse_state("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
->>> [game.action_text(state, a) for a in game.status(state).winning]
+>>> [game.action_text(state, a) for a in game.winning(state)]
 ['a1a8']
 >>> after = game.apply(state, game.parse_action(state, "a1a8"))
->>> game.status(after).value, game.to_move(after)
+>>> game.outcome(after), game.to_move(after)
 (-1.0, 1)
 """
 
@@ -36,10 +36,8 @@ import torch
 from torch import nn
 
 from asp.checks import check_int
-from asp.games.movers import RandomMover
-from asp.games.protocol import Mover, Symmetry
+from asp.games.protocol import Mover
 from asp.games.records import Record
-from asp.search import Status
 from asp.tinychess.engine import EngineConfig
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one
@@ -168,15 +166,14 @@ class TinyChessGame:
     def to_move(self, state: ChessState) -> int:
         return 0 if state.board.turn == chess.WHITE else 1
 
-    def status(self, state: ChessState) -> Status:
-        """:meth:`outcome` once the game is over, else the moves that mate at once."""
-        value = self.outcome(state)
-        return Status(winning=state.winning) if value is None else Status(value=value)
-
     def outcome(self, state: ChessState) -> float | None:
-        """:meth:`status`'s value alone, without looking for mates in one (a game that ends
-        otherwise overrides this method, and :meth:`status` follows it)."""
+        """The value of the position for the side to move once the game is over by the rules
+        of chess (a repetition inside a search included), else None: computed once."""
         return state.outcome
+
+    def winning(self, state: ChessState) -> tuple[int, ...]:
+        """The moves that mate at once, asked only where the game goes on: computed once."""
+        return state.winning
 
     def actions(self, state: ChessState) -> list[int]:
         return state.legal
@@ -284,11 +281,9 @@ class TinyChessGame:
     def show(self, state: ChessState) -> str:
         return str(state.board)
 
-    def symmetries(self) -> list[Symmetry]:
-        return []
-
     def movers(self) -> Mapping[str, Mover]:
-        return {"random": RandomMover(), "greedy": GreedyChessMover()}
+        """The material-greedy mover, besides the random mover every game has."""
+        return {"greedy": GreedyChessMover()}
 
     def engine(self, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
         """A UCI engine (Stockfish) as this game's outside opponent: the

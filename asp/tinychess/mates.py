@@ -1,5 +1,5 @@
 """Which legal moves mate at once: what TinyChessGame lists as a position's winning actions
-(:attr:`asp.search.Status.winning`), so that a search counts the position as won and a
+(its ``winning``, the search's :attr:`asp.search.Status.winning`), so that a search counts the position as won and a
 network with ``take_wins`` plays the mate.
 
 Only the moves that can give check are looked at: a piece that lands on a square from which

@@ -159,11 +159,12 @@ def _eval(
     from asp.app.run_config import match_starts
     from asp.games import PlayConfig
     from asp.games.protocol import exported
+    from asp.games.protocol import movers as game_movers
 
     if args.pgn and exported(game.game, []) is None:
         raise ConfigError(f"--pgn applies to a game of chess only, not to a {game.cfg.game} run")
     opponent, described, opponent_version, opponent_search = _opponent(args, game, engine)
-    movers = game.game.movers()
+    movers: dict[str, Any] = game_movers(game.game)  # each an nn.Module (asp.games.Mover)
     play_cfg = PlayConfig(
         game.game,
         n_games=args.games,
@@ -255,8 +256,9 @@ def _opponent(
     search)``: a mover of the game, its engine, or another checkpoint of the same game."""
     from asp.app.run.checkpoint import run_from_checkpoint
     from asp.games.protocol import engine_config
+    from asp.games.protocol import movers as game_movers
 
-    movers = game.game.movers()
+    movers: dict[str, Any] = game_movers(game.game)  # each an nn.Module (asp.games.Mover)
     if args.vs in movers:
         return movers[args.vs], f"the {args.vs} mover", 0, None
     has_engine = engine_config(game.game, {}) is not None

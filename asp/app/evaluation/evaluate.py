@@ -16,6 +16,7 @@ from asp.app.evaluation.elo import match_result_of
 from asp.app.evaluation.matches import matches_metrics, play_matches
 from asp.app.game_run import GameRun
 from asp.errors import ConfigError, NotRetried, OpponentNotFound, ShardFailed
+from asp.games.protocol import movers as all_movers
 from asp.selfplay import SelfPlay
 
 __all__ = ["EVAL_PRIORITY", "Past", "engine_opponent", "evaluate"]
@@ -52,7 +53,7 @@ async def evaluate(
     matches: dict[str, tuple[Any, Any]] = {
         f"eval_v{old}": (network, run.version_match_cfg(version, old)) for old, network in past
     }
-    movers = run.game.movers()
+    movers = all_movers(run.game)
     matches["eval"] = (movers["random"], run.eval_cfg(version))
     for name, mover in movers.items():
         if name != "random":

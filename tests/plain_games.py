@@ -1,0 +1,39 @@
+"""A user's games that lean on the protocol's defaults: tic-tac-toe (examples/tictactoe.py) with
+only the members the protocol requires, or with its own ``outcome``. A module of its own, so
+that ``--game`` and worker processes import them by name (``plain_games:Plain``)."""
+
+from __future__ import annotations
+
+from examples.tictactoe import Board, TicTacToe
+
+SHORT_PLIES = 4
+"""Plies after which :class:`ShortTicTacToe` is drawn."""
+
+
+class Plain:
+    """Tic-tac-toe with the required members alone: no ``winning``, ``symmetries``, ``movers``,
+    ``svg`` or any other optional member."""
+
+    name = "plain"
+    action_size = 9
+    start = TicTacToe.start
+    to_move = TicTacToe.to_move
+    outcome = TicTacToe.outcome
+    actions = TicTacToe.actions
+    apply = TicTacToe.apply
+    encode = TicTacToe.encode
+    network = TicTacToe.network
+    action_text = TicTacToe.action_text
+    parse_action = TicTacToe.parse_action
+    state_text = TicTacToe.state_text
+    parse_state = TicTacToe.parse_state
+    show = TicTacToe.show
+
+
+class ShortTicTacToe(TicTacToe):
+    """Tic-tac-toe drawn after :data:`SHORT_PLIES` plies: its own ``outcome``, nothing else
+    changed (its ``winning`` is tic-tac-toe's)."""
+
+    def outcome(self, state: Board) -> float | None:
+        value = super().outcome(state)
+        return 0.0 if value is None and len(state.moves) >= SHORT_PLIES else value
