@@ -15,9 +15,9 @@ import broken_games
 import plain_games
 import pytest
 import torch
-from asp.app.game_loader import is_game, load_game
 
 from asp import SelfPlay
+from asp.app.game_loader import is_game, load_game
 from asp.errors import GameError, NonFiniteError, NotRetried, ShardFailed
 from asp.games import BaseMover, Mover, PlayConfig, RandomMover, TrainConfig, Trainer, play_games
 from asp.games.network_search import NetworkSearch

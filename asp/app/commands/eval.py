@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["HELP", "add_arguments", "checkpoint_name", "run"]
 
 HELP = "score a checkpoint against a mover (random, greedy, a game's own), Stockfish or another checkpoint"
+"""The command's line in ``asp --help``."""
 
 
 def add_arguments(ev: argparse.ArgumentParser) -> None:

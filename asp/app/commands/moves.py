@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["HELP", "add_arguments", "read_positions", "run"]
 
 HELP = "the move a checkpoint plays in each position of a file"
+"""The command's line in ``asp --help``."""
 
 LINE_LIMIT = 4096
 """The longest line read: a position's notation is far shorter."""

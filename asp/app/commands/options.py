@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["POLICY_ONLY_HELP", "SEARCH_HELP", "check_game_options", "check_search_options", "play_search"]
 
 POLICY_ONLY_HELP = "the model plays its policy network alone: no search"
+"""The help of ``--policy-only``."""
 SEARCH_HELP = "simulations of the model's search before each move, 0 for none (default: as its run was configured)"
+"""The help of ``--search``."""
 
 _GAME_OPTIONS = (("games", 1, 10**6), ("max_plies", 1, 10_000), ("seed", 0, 2**63 - 1), ("workers", 1, 4096))
 """The integer options of ``asp play`` and ``asp eval`` and their ranges."""

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["HELP", "add_arguments", "play_summary", "run"]
 
 HELP = "play self-play games and write them (chess: PGN; other games: JSON lines)"
+"""The command's line in ``asp --help``."""
 
 
 def add_arguments(play: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from asp.errors import ConfigError
 __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "draw a position of a recorded game (a text board and an SVG picture)"
+"""The command's line in ``asp --help``."""
 
 
 def add_arguments(show: argparse.ArgumentParser) -> None:

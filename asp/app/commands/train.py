@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["HELP", "MAX_STALENESS", "add_arguments", "run"]
 
 HELP = "train a game (TinyChess by default) by pipelined self-play (the main job)"
+"""The command's line in ``asp --help``."""
 
 MAX_STALENESS = 16
 """``asp.pipeline.MAX_STALENESS``, for the help text: importing the pipeline imports torch,
