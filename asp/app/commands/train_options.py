@@ -24,9 +24,9 @@ T = TypeVar("T")
 _ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
 """The engine's fields and the ``asp train`` options that set them."""
 
-_ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "engine")
-"""``asp train``'s options of an engine opponent, for a game with an engine only (besides
-``--eval-vs stockfish``)."""
+_ENGINE_OPTIONS = (*(option[2:].replace("-", "_") for option in _ENGINE_NAMES.values()), "engine")
+"""``asp train``'s options of an engine opponent (``--engine``: where it is, not part of the
+run), for a game with an engine only, with ``--eval-vs stockfish``."""
 
 _OPTIONS = ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
             "max_staleness", "search", "eval_search")  # fmt: skip
