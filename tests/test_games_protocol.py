@@ -18,7 +18,7 @@ import torch
 
 from asp import SelfPlay
 from asp.app.game_loader import is_game, load_game
-from asp.errors import GameError, NonFiniteError, NotRetried, ShardFailed
+from asp.errors import ConfigError, GameError, NonFiniteError, NotRetried, ShardFailed
 from asp.games import BaseMover, Mover, PlayConfig, RandomMover, TrainConfig, Trainer, play_games
 from asp.games.network_search import NetworkSearch
 from asp.games.protocol import movers, outcome, status, symmetries
@@ -199,3 +199,29 @@ def test_the_search_ends_a_game_where_its_outcome_does() -> None:
     records, _ = play_games(net, None, PlayConfig(game, n_games=4, search=SearchConfig(4)))
     assert [len(r.actions) for r in records] == [plain_games.SHORT_PLIES] * 4
     assert {(r.termination, r.result) for r in records} == {("rules", 0.5)}
+
+
+def _status(self: Any, state: Any) -> Status:
+    return Status(None, ())
+
+
+_OlderGame = type(
+    "OlderGame",
+    (),
+    {
+        **{k: v for k, v in vars(plain_games.Plain).items() if k != "outcome" and not k.startswith("__")},
+        "status": _status,
+    },
+)
+"""A game written for the protocol before outcome: it says the end by status."""
+
+
+def test_a_game_written_for_status_is_told_what_the_protocol_asks_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    module = types.ModuleType("older_game")
+    module.Game = _OlderGame  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "older_game", module)
+    with pytest.raises(ConfigError, match=r"it has no outcome \(status\(state\) is now outcome\(state\)"):
+        load_game("older_game:Game")

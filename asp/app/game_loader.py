@@ -100,5 +100,7 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
         raise ConfigError(f"{option} {spec!r}: {attr}() failed: {type(e).__name__}: {e}") from None
     missing = [name for name in (*_METHODS, "name", "action_size") if not hasattr(game, name)]
     if missing:
-        raise ConfigError(f"{option} {spec!r}: not a game (asp.games.Game): it has no {missing[0]}")
+        older = " (status(state) is now outcome(state), and its winning actions winning(state))"
+        hint = older if missing[0] == "outcome" and hasattr(game, "status") else ""
+        raise ConfigError(f"{option} {spec!r}: not a game (asp.games.Game): it has no {missing[0]}{hint}")
     return game
