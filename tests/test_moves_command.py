@@ -8,9 +8,9 @@ from pathlib import Path
 
 import chess
 import pytest
-from run_helpers import tiny_config, trained
+from run_helpers import kept_checkpoint, tiny_config, trained
 
-from asp.app.checkpoint import checkpoint_state, kept_version_state, new_model, write_checkpoint
+from asp.app.checkpoint import checkpoint_state, write_checkpoint
 from asp.app.cli import main
 from asp.app.game_config import defaults_for
 from asp.app.moves_command import LINE_LIMIT, read_positions
@@ -68,9 +68,7 @@ AFTER_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = dataclasses.replace(defaults_for("connect4"), network={"hidden": 16, "blocks": 0}, eval_search=8)
-    path = tmp_path_factory.mktemp("c4") / "checkpoint.pt"
-    write_checkpoint(kept_version_state(cfg, version=1, next_iteration=1, weights=new_model(cfg).state_dict()), path)
-    return path
+    return kept_checkpoint(tmp_path_factory.mktemp("c4") / "checkpoint.pt", cfg, version=1)
 
 
 def one_error(code: int, err: str) -> str:
