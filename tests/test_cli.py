@@ -270,9 +270,19 @@ def test_a_continuous_run_resumes_with_the_weights_of_the_plays_that_had_begun(c
     whole_lines, split_lines = read_metrics(continuous.whole), read_metrics(continuous.split)
     assert [(m["version_played"], m["staleness"]) for m in whole_lines] == [(0, 0), (0, 1)]
     assert [(m["version_played"], m["staleness"]) for m in split_lines] == [(0, 0), (0, 1)]
+    # The idle seconds are floored at 0 (so bounds on them, or on the busy share, would test
+    # nothing): what asp decides is that each figure comes from the one measure of the iteration.
+    cores = re.search(r"(\d+) workers x (\d+) thread\(s\) \+ trainer (\d+) thread", continuous.whole_result.stderr)
+    assert cores, continuous.whole_result.stderr
+    workers, worker_threads, trainer_threads = map(int, cores.groups())
     for line in whole_lines:
-        assert line["time/worker_idle_core_s"] >= 0 and line["time/trainer_idle_core_s"] >= 0
-        assert 0 <= line["time/workers_busy"] <= 1
+        idle_share = 1 - line["time/workers_busy"]
+        assert line["time/worker_idle_core_s"] == pytest.approx(
+            idle_share * workers * line["time/wall"] * worker_threads, abs=1e-4
+        )
+        assert line["time/trainer_idle_core_s"] == pytest.approx(
+            (line["time/wall"] - line["time/train"]) * trainer_threads, abs=1e-4
+        )
     whole, split = read_checkpoint(continuous.whole), read_checkpoint(continuous.split)
     assert differing_tensors(whole["model"], split["model"]) == []
     # The iteration after the last is begun by the newest version there is once iteration 1 has
