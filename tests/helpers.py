@@ -1,4 +1,5 @@
-"""Helpers that tests of many modules share: processes, waiting, external tools, PGN checks.
+"""Helpers that tests of many modules share: the ``asp`` command, processes, waiting, external
+tools, PGN checks.
 
 pytest puts this directory on ``sys.path`` (the test modules import ``helpers``), and so do
 spawn workers, which inherit it. The fixtures built on these helpers are in conftest.py.
@@ -11,9 +12,11 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import chess.pgn
 import psutil
@@ -30,6 +33,63 @@ INSTALL_TOOLS = "apt-get install -y stockfish pgn-extract"
 PGN_LINE_LIMIT = 255
 """The PGN standard's longest line, newline included."""
 
+RUN_LIMIT = 150
+"""Seconds one ``asp`` command of a test may take (the usual run takes a tenth of that)."""
+
+T = TypeVar("T")
+
+
+# -- the asp command, as a user runs it ------------------------------------------------------
+
+
+def command(*args: str) -> list[str]:
+    """The argv of ``asp ARGS`` run by this interpreter (``python -m asp.app.cli ARGS``)."""
+    return [sys.executable, "-m", "asp.app.cli", *args]
+
+
+def start(*args: str, cwd: Path | None = None, **popen: Any) -> subprocess.Popen[str]:
+    """``asp ARGS`` started in ``cwd`` (default: this process's), its output piped as text;
+    ``popen`` adds to or replaces the arguments of :class:`subprocess.Popen` (``env``,
+    ``stdout``, ``preexec_fn``...)."""
+    options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True, **popen}
+    return subprocess.Popen(command(*args), cwd=cwd, **options)
+
+
+def finish(proc: subprocess.Popen[str], *, seconds: float = RUN_LIMIT) -> subprocess.CompletedProcess[str]:
+    """Wait for ``proc`` to end; past ``seconds`` it is killed and the test fails with its output."""
+    try:
+        out, err = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"{proc.args} did not finish in {seconds} s:\n{out}\n{err}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def asp(
+    *args: str, cwd: Path | None = None, seconds: float = RUN_LIMIT, **popen: Any
+) -> subprocess.CompletedProcess[str]:
+    """Run ``asp ARGS`` in ``cwd`` to its end (see :func:`start` and :func:`finish`)."""
+    return finish(start(*args, cwd=cwd, **popen), seconds=seconds)
+
+
+def output_of(proc: subprocess.Popen[str]) -> str:
+    """What ``proc`` wrote to its pipes, once it has exited; while it runs, a line saying so
+    (reading its pipes would wait for its end): for the message of a failed wait."""
+    if proc.poll() is None:
+        return f"({proc.args} still running)"
+    out, err = proc.communicate()
+    return f"{out or ''}\n{err or ''}"
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """``result``, after failing the test unless its command exited 0."""
+    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+# -- processes and waiting -------------------------------------------------------------------
+
 
 def pid_alive(pid: int) -> bool:
     """True while process ``pid`` exists and is not a zombie (exited, not yet reaped)."""
@@ -42,10 +102,7 @@ def pid_alive(pid: int) -> bool:
 def survivors(pids: Iterable[int], *, seconds: float) -> list[int]:
     """Wait up to ``seconds`` for every process of ``pids`` to be gone; those still alive then."""
     pids = list(pids)
-    deadline = time.monotonic() + seconds
-    while (alive := [pid for pid in pids if pid_alive(pid)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
+    return left_after(lambda: [pid for pid in pids if pid_alive(pid)], seconds=seconds)
 
 
 def process_group(pgid: int) -> list[int]:
@@ -66,6 +123,37 @@ async def wait_until(predicate: Callable[[], object], *, seconds: float = 30.0) 
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.02)
+
+
+def poll_until(
+    predicate: Callable[[], T],
+    *,
+    seconds: float = 30.0,
+    interval: float = 0.05,
+    process: subprocess.Popen[Any] | None = None,
+    what: str = "the condition to hold",
+    output: Callable[[], str] = lambda: "",
+) -> T:
+    """The first true value of ``predicate()``, polled every ``interval`` seconds (blocking: for a
+    test that is no coroutine). Fails after ``seconds``, or once ``process`` has exited (it
+    would never bring the state about); the message names ``what`` and adds ``output()``."""
+    deadline = time.monotonic() + seconds
+    while not (value := predicate()):
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the process exited {process.returncode} before {what}:\n{output()}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"waited {seconds} s for {what} in vain:\n{output()}")
+        time.sleep(interval)
+    return value
+
+
+def left_after(check: Callable[[], T], *, seconds: float, interval: float = 0.05) -> T:
+    """Poll ``check()`` until it returns something false (nothing left) or ``seconds`` pass; its
+    last value, for the test to assert empty (and show what is left when it is not)."""
+    deadline = time.monotonic() + seconds
+    while (value := check()) and time.monotonic() < deadline:
+        time.sleep(interval)
+    return value
 
 
 def _find_tool(name: str) -> str | None:

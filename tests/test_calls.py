@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from helpers import wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from selfplay_helpers import Logs, events, ids, tiny
@@ -84,7 +85,7 @@ async def test_a_half_read_stream_kept_open_does_not_block_a_play_of_the_same_ta
 async def test_cancelling_one_call_leaves_the_others_running(pool: SelfPlay, logs: Logs) -> None:
     doomed = asyncio.create_task(pool.play(tiny(), None, games(0, 6, plies=40)))
     kept = asyncio.create_task(pool.play(tiny(), None, games(50, 6, plies=10)))
-    await asyncio.sleep(0.4)
+    await wait_until(lambda: any(e["first_game"] < 6 for e in events(logs, "shard_dispatched")))  # doomed's run
     doomed.cancel()
     with pytest.raises(asyncio.CancelledError):
         await doomed
@@ -96,9 +97,11 @@ async def test_cancelling_one_call_leaves_the_others_running(pool: SelfPlay, log
 
 @pytest.mark.timeout(60)
 @module_loop
-async def test_a_call_of_higher_priority_goes_before_the_queued_shards_of_a_lower_one(pool: SelfPlay) -> None:
+async def test_a_call_of_higher_priority_goes_before_the_queued_shards_of_a_lower_one(
+    pool: SelfPlay, logs: Logs
+) -> None:
     low = asyncio.create_task(pool.play(tiny(), None, games(0, 12, plies=20, delay=0.01)))
-    await asyncio.sleep(0.3)  # the low call's first shards run; ten wait in its queue
+    await wait_until(lambda: events(logs, "shard_dispatched"))  # the low call's first shards run; ten wait
     records, _ = await pool.play(tiny(), None, games(100, 2), priority=1)
     assert ids(records) == [100, 101]
     assert not low.done()  # first come, first served would have played all of it first

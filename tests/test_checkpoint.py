@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import torch
-from run_helpers import tiny_config, trained
+from run_helpers import tiny_config, tiny_run_checkpoint, trained
 
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
@@ -55,11 +55,7 @@ def save(path: Path, trainer: Trainer, cfg: GameRunConfig, **fields: Any) -> Non
 @pytest.fixture
 def checkpoint(tmp_path: Path) -> Path:
     """A real checkpoint of a tiny run, in ``tmp_path/run``."""
-    cfg = tiny_config()
-    run = RunDir(tmp_path / "run")
-    run.create(cfg)
-    save(run.checkpoint, trained(cfg), cfg, next_iteration=1, version=1)
-    return run.checkpoint
+    return tiny_run_checkpoint(tmp_path)
 
 
 # -- writing and loading ---------------------------------------------------------------------

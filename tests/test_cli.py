@@ -24,51 +24,26 @@ from typing import Any
 import psutil
 import pytest
 import torch
-from helpers import pgn_games, process_group, survivors
+from helpers import (
+    RUN_LIMIT,
+    asp,
+    command,
+    finish,
+    left_after,
+    ok,
+    pgn_games,
+    poll_until,
+    process_group,
+    start,
+    survivors,
+)
+from run_helpers import TINY_TRAIN, read_checkpoint, read_metrics
 
 from asp.app.run.checkpoint import kept_versions, load_checkpoint
 from asp.app.run_config import GameRunConfig
 
-RUN_LIMIT = 150  # seconds for one subprocess; the usual run takes a tenth of that
-TINY = ("--max-plies", "20", "--eval-games", "8", "--hidden", "16", "--workers", "2", "--no-progress")
 GAMES = ("--games", "8")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "asp.app.cli", *args]
-
-
-def start(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(command(*args), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    try:
-        out, err = proc.communicate(timeout=RUN_LIMIT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        raise AssertionError(f"{proc.args} did not finish in {RUN_LIMIT} s:\n{out}\n{err}") from None
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-def asp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return finish(start(*args, cwd=cwd))
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
-    return result
-
-
-def checkpoint(run: Path) -> dict[str, Any]:
-    data: dict[str, Any] = torch.load(run / "checkpoint.pt", map_location="cpu", weights_only=True)
-    return data
-
-
-def metrics(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 
 
 def files(run: Path) -> dict[str, bytes]:
@@ -112,11 +87,11 @@ class ResumeRuns:
 def resume_runs(base: Path, *mode: str) -> ResumeRuns:
     whole, split = base / "whole", base / "split"
     procs = [
-        start("train", "--iterations", "2", "--run-dir", str(whole), *GAMES, *TINY, *mode, cwd=base),
-        start("train", "--iterations", "1", "--run-dir", str(split), *GAMES, *TINY, *mode, cwd=base),
+        start("train", "--iterations", "2", "--run-dir", str(whole), *GAMES, *TINY_TRAIN, *mode, cwd=base),
+        start("train", "--iterations", "1", "--run-dir", str(split), *GAMES, *TINY_TRAIN, *mode, cwd=base),
     ]
     whole_result, first_result = (finish(p) for p in procs)
-    first_checkpoint = checkpoint(split) if first_result.returncode == 0 else {}
+    first_checkpoint = read_checkpoint(split) if first_result.returncode == 0 else {}
     resume_result = asp(
         "train", "--resume", str(split), "--iterations", "2", "--workers", "2", "--no-progress", cwd=base
     )
@@ -174,12 +149,12 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.eval_games, cfg.overlap) == (2, 8, 20, 8, True)
     assert (cfg.game, cfg.network) == ("tinychess", {"hidden": 16})
 
-    state = checkpoint(run)
+    state = read_checkpoint(run)
     assert (state["next_iteration"], state["version"]) == (2, 2)
     # Overlapped: the weights that play the next iteration (version 1), kept for an extension.
     assert [p["version"] for p in state["pending_plays"]] == [1]
 
-    lines = metrics(run)
+    lines = read_metrics(run)
     assert [m["iteration"] for m in lines] == [0, 1]
     assert [m["staleness"] for m in lines] == [0, 1]
     for line in lines:
@@ -234,9 +209,9 @@ def _assert_resumed_run_is_complete(runs: ResumeRuns) -> None:
     ok(runs.first_result)
     ok(runs.resume_result)
     assert runs.first_checkpoint["next_iteration"] == 1
-    state = checkpoint(runs.split)
+    state = read_checkpoint(runs.split)
     assert (state["next_iteration"], state["version"]) == (2, 2)
-    assert [m["iteration"] for m in metrics(runs.split)] == [0, 1]
+    assert [m["iteration"] for m in read_metrics(runs.split)] == [0, 1]
     assert (runs.split / "games" / "iter-0001.pgn").exists()
     assert f"trained 2 iterations in {runs.split}" in runs.resume_result.stdout
 
@@ -245,12 +220,12 @@ def _assert_resumed_run_is_complete(runs: ResumeRuns) -> None:
 @pytest.mark.slow
 def test_sequential_resume_continues_to_the_same_weights_as_an_uninterrupted_run(sequential: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(sequential)
-    whole, split = checkpoint(sequential.whole), checkpoint(sequential.split)
+    whole, split = read_checkpoint(sequential.whole), read_checkpoint(sequential.split)
     assert differing_tensors(whole["model"], split["model"]) == []
     # Every entry: optimizer, random states, trainer steps... a run resumed again goes on the same way.
     assert differences(whole, split) == []
     # The same games and the same losses on the way.
-    for a, b in zip(metrics(sequential.whole), metrics(sequential.split), strict=True):
+    for a, b in zip(read_metrics(sequential.whole), read_metrics(sequential.split), strict=True):
         assert {k: v for k, v in a.items() if k.startswith(("loss/", "play/results", "staleness"))} == {
             k: v for k, v in b.items() if k.startswith(("loss/", "play/results", "staleness"))
         }
@@ -271,10 +246,10 @@ def test_overlapped_resume_completes_the_run(overlapped: ResumeRuns) -> None:
 @pytest.mark.slow
 def test_overlapped_resume_continues_to_the_same_weights_as_an_uninterrupted_run(overlapped: ResumeRuns) -> None:
     _assert_resumed_run_is_complete(overlapped)
-    whole_lines, split_lines = metrics(overlapped.whole), metrics(overlapped.split)
+    whole_lines, split_lines = read_metrics(overlapped.whole), read_metrics(overlapped.split)
     versions = [(m["version_played"], m["staleness"]) for m in whole_lines]
     resumed_versions = [(m["version_played"], m["staleness"]) for m in split_lines]
-    whole, split = checkpoint(overlapped.whole), checkpoint(overlapped.split)
+    whole, split = read_checkpoint(overlapped.whole), read_checkpoint(overlapped.split)
     differ = differing_tensors(whole["model"], split["model"])
     assert (differ, resumed_versions) == ([], versions), (
         f"{len(differ)} of {len(whole['model'])} tensors differ: {differ}; (version_played, staleness) "
@@ -292,13 +267,23 @@ def test_a_continuous_run_resumes_with_the_weights_of_the_plays_that_had_begun(c
     # begun by version 0 as soon as iteration 0 is played. The checkpoint keeps those weights.
     pending = continuous.first_checkpoint["pending_plays"]
     assert [p["version"] for p in pending] == [0]
-    whole_lines, split_lines = metrics(continuous.whole), metrics(continuous.split)
+    whole_lines, split_lines = read_metrics(continuous.whole), read_metrics(continuous.split)
     assert [(m["version_played"], m["staleness"]) for m in whole_lines] == [(0, 0), (0, 1)]
     assert [(m["version_played"], m["staleness"]) for m in split_lines] == [(0, 0), (0, 1)]
+    # The idle seconds are floored at 0 (so bounds on them, or on the busy share, would test
+    # nothing): what asp decides is that each figure comes from the one measure of the iteration.
+    cores = re.search(r"(\d+) workers x (\d+) thread\(s\) \+ trainer (\d+) thread", continuous.whole_result.stderr)
+    assert cores, continuous.whole_result.stderr
+    workers, worker_threads, trainer_threads = map(int, cores.groups())
     for line in whole_lines:
-        assert line["time/worker_idle_core_s"] >= 0 and line["time/trainer_idle_core_s"] >= 0
-        assert 0 <= line["time/workers_busy"] <= 1
-    whole, split = checkpoint(continuous.whole), checkpoint(continuous.split)
+        idle_share = 1 - line["time/workers_busy"]
+        assert line["time/worker_idle_core_s"] == pytest.approx(
+            idle_share * workers * line["time/wall"] * worker_threads, abs=1e-4
+        )
+        assert line["time/trainer_idle_core_s"] == pytest.approx(
+            (line["time/wall"] - line["time/train"]) * trainer_threads, abs=1e-4
+        )
+    whole, split = read_checkpoint(continuous.whole), read_checkpoint(continuous.split)
     assert differing_tensors(whole["model"], split["model"]) == []
     # The iteration after the last is begun by the newest version there is once iteration 1 has
     # been played: 0 or 1 in the uninterrupted run (training on iteration 0 races that play),
@@ -311,20 +296,18 @@ def test_a_continuous_run_resumes_with_the_weights_of_the_plays_that_had_begun(c
 # -- (c) interruption ------------------------------------------------------------------------
 
 
-def _wait_for_first_iteration(proc: subprocess.Popen[bytes], run: Path, log: Path, lines: int = 1) -> None:
+def _wait_for_first_iteration(proc: subprocess.Popen[str], run: Path, log: Path, lines: int = 1) -> None:
     """Wait until metrics.jsonl has ``lines`` lines."""
-    deadline = time.monotonic() + RUN_LIMIT
-    while not ((run / "metrics.jsonl").exists() and (run / "metrics.jsonl").read_text().count("\n") >= lines):
-        assert proc.poll() is None, f"the run ended early ({proc.returncode}):\n{log.read_text()}"
-        assert time.monotonic() < deadline, "no iteration finished in time"
-        time.sleep(0.1)
+    metrics = run / "metrics.jsonl"
+    poll_until(lambda: metrics.exists() and metrics.read_text().count("\n") >= lines, seconds=RUN_LIMIT,
+               interval=0.1, process=proc, what=f"{lines} metrics line(s)", output=log.read_text)  # fmt: skip
 
 
 @pytest.fixture
 def long_run(tmp_path: Path) -> Iterator[tuple[Path, Path, list[str]]]:
     """(run dir, stderr file, the command's options); kills whatever is left at the end."""
     run, log = tmp_path / "run", tmp_path / "stderr.txt"
-    options = ["--iterations", "50", "--run-dir", str(run), *TINY]
+    options = ["--iterations", "50", "--run-dir", str(run), *TINY_TRAIN]
     yield run, log, options
     for proc in psutil.Process().children(recursive=True):  # a run a failed test left behind
         try:
@@ -337,9 +320,7 @@ def long_run(tmp_path: Path) -> Iterator[tuple[Path, Path, list[str]]]:
 def _interrupt(run: Path, log: Path, options: list[str], games: str, sig: signal.Signals) -> tuple[int, float]:
     """Start a long run, send ``sig`` once its first iteration is saved; (exit code, seconds to exit)."""
     with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            command("train", *options, "--games", games), cwd=run.parent, stdout=err, stderr=subprocess.STDOUT
-        )
+        proc = start("train", *options, "--games", games, cwd=run.parent, stdout=err, stderr=subprocess.STDOUT)
         try:
             _wait_for_first_iteration(proc, run, log)
             children = psutil.Process(proc.pid).children(recursive=True)
@@ -372,7 +353,7 @@ def test_sigint_mid_iteration_exits_130_with_a_resumable_checkpoint(long_run: tu
     stderr = log.read_text()
     assert code == 130, stderr
     assert f"asp train --resume {run}" in stderr
-    state = checkpoint(run)  # weights_only: loads
+    state = read_checkpoint(run)  # weights_only: loads
     done = state["next_iteration"]
     assert 1 <= done < 50
     assert f"the checkpoint holds {done} complete iteration(s)" in stderr
@@ -381,11 +362,11 @@ def test_sigint_mid_iteration_exits_130_with_a_resumable_checkpoint(long_run: tu
     resumed = ok(asp("train", "--resume", str(run), "--iterations", str(done + 1), "--workers", "2", "--no-progress",
                      cwd=run.parent))  # fmt: skip
     assert f"trained {done + 1} iterations in {run}" in resumed.stdout
-    lines = metrics(run)
+    lines = read_metrics(run)
     assert [m["iteration"] for m in lines] == list(range(done + 1))
     # The interrupted iteration was replayed by the snapshot that was playing it: still one version stale.
     assert (lines[-1]["version_played"], lines[-1]["staleness"]) == (done - 1, 1)
-    assert checkpoint(run)["next_iteration"] == done + 1
+    assert read_checkpoint(run)["next_iteration"] == done + 1
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
@@ -395,7 +376,7 @@ def test_sigterm_exits_nonzero_with_a_loadable_checkpoint(long_run: tuple[Path, 
     code, _ = _interrupt(run, log, options, "8", signal.SIGTERM)
     assert code != 0, log.read_text()
     assert f"asp train --resume {run}" in log.read_text()
-    assert checkpoint(run)["next_iteration"] >= 1
+    assert read_checkpoint(run)["next_iteration"] >= 1
 
 
 @pytest.mark.timeout(RUN_LIMIT + 60)
@@ -429,19 +410,16 @@ def test_a_checkpoint_that_cannot_be_written_ends_the_run_in_one_line_and_keeps_
     assert max(len(data) for name, data in before.items() if name != "checkpoint.pt" and "versions/" not in name) < (
         limit // 4
     )
-    resume = command("train", "--resume", str(run_copy), "--iterations", "3", "--workers", "2", "--no-progress")
-    failed = subprocess.run(
-        resume, cwd=run_copy.parent, capture_output=True, text=True, timeout=RUN_LIMIT,
-        preexec_fn=lambda: _file_size_limit(limit),
-    )  # fmt: skip
+    resume = ("train", "--resume", str(run_copy), "--iterations", "3", "--workers", "2", "--no-progress")
+    failed = asp(*resume, cwd=run_copy.parent, preexec_fn=lambda: _file_size_limit(limit))
     assert failed.returncode == 1, failed.stderr
     last = failed.stderr.strip().splitlines()[-1]
     assert last == f"asp train: File too large ({run_copy / 'checkpoint.pt'})", failed.stderr
     assert "Traceback" not in failed.stderr
     assert files(run_copy)["checkpoint.pt"] == before["checkpoint.pt"]  # the last checkpoint, intact
     assert [p.name for p in run_copy.rglob(".*")] == [".lock"]  # no temporary file left
-    ok(asp(*resume[3:], cwd=run_copy.parent))  # and the run goes on from it
-    assert checkpoint(run_copy)["next_iteration"] == 3
+    ok(asp(*resume, cwd=run_copy.parent))  # and the run goes on from it
+    assert read_checkpoint(run_copy)["next_iteration"] == 3
 
 
 @pytest.mark.timeout(2 * RUN_LIMIT + 60)
@@ -449,12 +427,8 @@ def test_a_checkpoint_that_cannot_be_written_ends_the_run_in_one_line_and_keeps_
 def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoint(run_copy: Path) -> None:
     log = run_copy.parent / "stderr.txt"
     with open(log, "wb") as err:
-        proc = subprocess.Popen(
-            command("train", "--resume", str(run_copy), "--iterations", "50", "--workers", "2", "--no-progress"),
-            cwd=run_copy.parent,
-            stdout=err,
-            stderr=subprocess.STDOUT,
-        )
+        proc = start("train", "--resume", str(run_copy), "--iterations", "50", "--workers", "2", "--no-progress",
+                     cwd=run_copy.parent, stdout=err, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             _wait_for_first_iteration(proc, run_copy, log, lines=3)  # the 2 it had, and 1 of its own
             proc.send_signal(signal.SIGINT)
@@ -465,7 +439,7 @@ def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoi
                 proc.wait()
     stderr = log.read_text()
     assert code == 130, stderr
-    held = checkpoint(run_copy)["next_iteration"]
+    held = read_checkpoint(run_copy)["next_iteration"]
     assert held >= 3
     assert f"the checkpoint holds {held} complete iteration(s) of 50; resume with: asp train --resume {run_copy}" in (
         stderr
@@ -477,17 +451,11 @@ def test_the_hint_of_an_interrupted_resume_counts_the_iterations_of_the_checkpoi
 def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_path: Path) -> None:
     run, log, tmp = tmp_path / "run", tmp_path / "stderr.txt", tmp_path / "tmp"
     tmp.mkdir()
-    options = ["--iterations", "50", "--games", "16", "--run-dir", str(run), *TINY]
+    options = ["--iterations", "50", "--games", "16", "--run-dir", str(run), *TINY_TRAIN]
     with open(log, "wb") as err:
         # A session of its own, like a shell's job: Ctrl-C in a terminal reaches its whole process group.
-        proc = subprocess.Popen(
-            command("train", *options),
-            cwd=tmp_path,
-            stdout=err,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "TMPDIR": str(tmp)},
-            start_new_session=True,
-        )
+        proc = start("train", *options, cwd=tmp_path, stdout=err, stderr=subprocess.STDOUT,
+                     env={**os.environ, "TMPDIR": str(tmp)}, start_new_session=True)  # fmt: skip
         try:
             _wait_for_first_iteration(proc, run, log)  # then mid-iteration: playing and training the next
             children = psutil.Process(proc.pid).children(recursive=True)
@@ -512,9 +480,7 @@ def test_a_double_ctrl_c_exits_130_and_leaves_no_process_nor_temporary_file(tmp_
     assert survivors([child.pid for child in children], seconds=10) == [], (
         f"children left alive after two Ctrl-C:\n{stderr}"
     )
-    deadline = time.monotonic() + 10
-    while (group := process_group(proc.pid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    group = left_after(lambda: process_group(proc.pid), seconds=10)
     assert group == [], f"processes of the run's group left alive:\n{stderr}"
     assert sorted(p.name for p in tmp.glob("asp-*")) == [], f"temporary files left behind:\n{stderr}"
     if (run / "checkpoint.pt").exists():
@@ -535,7 +501,7 @@ def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path: Path) -> Non
         "sys.exit(codes[0] if codes else 99)\n"
     )
     run = tmp_path / "run"
-    args = ["train", "--iterations", "1", "--run-dir", str(run), *GAMES, *TINY]
+    args = ["train", "--iterations", "1", "--run-dir", str(run), *GAMES, *TINY_TRAIN]
     result = finish(
         subprocess.Popen(
             [sys.executable, "-c", code, *args], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -543,7 +509,7 @@ def test_train_runs_from_a_thread_other_than_the_main_one(tmp_path: Path) -> Non
     )
     ok(result)
     assert f"trained 1 iterations in {run}" in result.stdout
-    assert checkpoint(run)["next_iteration"] == 1
+    assert read_checkpoint(run)["next_iteration"] == 1
 
 
 # -- (d) bad input ---------------------------------------------------------------------------
@@ -597,7 +563,7 @@ def test_resuming_a_truncated_checkpoint_is_a_usage_error_and_changes_nothing(ru
 @pytest.mark.slow
 def test_a_new_run_into_a_directory_holding_a_run_is_a_usage_error_and_changes_nothing(run_copy: Path) -> None:
     before = files(run_copy)
-    result = asp("train", "--iterations", "2", "--run-dir", str(run_copy), *GAMES, *TINY, cwd=run_copy.parent)
+    result = asp("train", "--iterations", "2", "--run-dir", str(run_copy), *GAMES, *TINY_TRAIN, cwd=run_copy.parent)
     _assert_usage_error(result, run_copy, "already holds a run", f"--resume {run_copy}")
     assert files(run_copy) == before
 

@@ -13,20 +13,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 import torch
+from helpers import asp, output_of, poll_until, start
+from run_helpers import untrained_state
 
 from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state
+from asp.app.run.checkpoint import CHECKPOINT
 from asp.app.run_config import defaults_for
 from asp.atomic import save_atomic
-from asp.games import Trainer
 from asp.tinychess.game import TinyChessGame
 
 LIMIT = 60  # seconds for one refused command; each takes a few (importing torch)
@@ -40,9 +39,7 @@ PGN = '[Event "asp"]\n[Result "0-1"]\n\n1. f3 e5 2. g4 Qh4# 0-1\n'
 def save_checkpoint(run: Path, *, spoil: Callable[[dict[str, object]], None] = lambda state: None) -> Path:
     """A run directory holding a checkpoint of TINY_RUN after 2 iterations (spoiled by ``spoil``),
     its config.json and the two metrics lines."""
-    torch.manual_seed(0)
-    trainer = Trainer(GameRun(TINY_RUN, CHESS).new_model(), CHESS, TINY_RUN.train)
-    state = checkpoint_state(trainer, TINY_RUN, next_iteration=2, version=2)
+    state = untrained_state(TINY_RUN, version=2, game=CHESS)
     spoil(state)
     (run / "games").mkdir(parents=True)
     save_atomic(state, run / CHECKPOINT)
@@ -286,12 +283,6 @@ def one_line(result: subprocess.CompletedProcess[str], command: str, rc: int = 2
     return lines[0]
 
 
-def asp(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *argv], cwd=cwd, capture_output=True, text=True, timeout=LIMIT
-    )
-
-
 @pytest.mark.timeout(2 * LIMIT)
 @pytest.mark.slow  # each case costs a process that imports torch: 2-3 s
 @pytest.mark.parametrize("case", [pytest.param(case, id=name) for name, case in CASES.items()])
@@ -305,7 +296,7 @@ def test_a_mistake_is_one_line_with_status_2_and_changes_nothing(case: Case, tmp
         case.run(tmp_path / "run")
     before = snapshot(tmp_path)
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in case.argv]
-    line = one_line(asp(argv, tmp_path), argv[0])
+    line = one_line(asp(*argv, cwd=tmp_path, seconds=LIMIT), argv[0])
     for word in case.words:
         assert word in line, line
     assert snapshot(tmp_path) == before  # no file written, none changed, none removed
@@ -316,7 +307,7 @@ def test_a_read_only_run_directory_is_one_line(tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "run")
     (tmp_path / "run").chmod(0o500)
     try:
-        result = asp([arg.replace("{tmp}", str(tmp_path)) for arg in RESUME], tmp_path)
+        result = asp(*[arg.replace("{tmp}", str(tmp_path)) for arg in RESUME], cwd=tmp_path, seconds=LIMIT)
     finally:
         (tmp_path / "run").chmod(0o700)
     assert "cannot be written" in one_line(result, "train")
@@ -324,7 +315,7 @@ def test_a_read_only_run_directory_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path) -> None:
-    result = asp(["play", *GAMES, "--out", "/dev/full"], tmp_path)
+    result = asp("play", *GAMES, "--out", "/dev/full", cwd=tmp_path, seconds=LIMIT)
     assert one_line(result, "play", rc=1) == "asp play: No space left on device (/dev/full)"
 
 
@@ -336,9 +327,7 @@ def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) 
     (run / "metrics.jsonl").symlink_to("/dev/full")
     argv = ["train", "--run-dir", str(run), "--iterations", "1", "--games", "4", "--max-plies", "10",
             "--eval-games", "2", "--hidden", "16", "--workers", "1", "--no-progress"]  # fmt: skip
-    result = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=2 * LIMIT
-    )
+    result = asp(*argv, cwd=tmp_path, seconds=2 * LIMIT)
     assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr
     assert result.stderr.strip().splitlines()[-1] == f"asp train: No space left on device ({run}/metrics.jsonl)"
 
@@ -350,16 +339,12 @@ def test_a_full_disk_under_a_training_run_ends_it_with_one_line(tmp_path: Path) 
 def test_ctrl_c_while_playing_exits_130_with_no_traceback(argv: list[str], tmp_path: Path) -> None:
     save_checkpoint(tmp_path / "good")
     with _ctrl_c_reaches_children():
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "asp.app.cli", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        proc = start(*argv, cwd=tmp_path)
     try:
-        deadline = time.monotonic() + LIMIT
         # Playing by then: importing torch and starting costs each process 2-3 s of CPU.
-        while _tree_cpu(proc.pid) < (12 if argv[0] == "play" else 6):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-            time.sleep(0.2)
+        cpu = 12 if argv[0] == "play" else 6
+        poll_until(lambda: _tree_cpu(proc.pid) >= cpu, seconds=LIMIT, interval=0.2, process=proc,
+                   what=f"{cpu} s of CPU", output=lambda: output_of(proc))  # fmt: skip
         children = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=LIMIT)

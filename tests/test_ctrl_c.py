@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import process_group
+from helpers import left_after, process_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -164,8 +164,6 @@ def test_ctrl_c_at_any_moment_ends_in_one_line_with_status_130(job: Job, run_sec
     assert job.events("writer_replaced") == [], output
     late = [e for e in job.events("writer_started") if datetime.datetime.fromisoformat(str(e["timestamp"])) > sent]
     assert late == [], output
-    deadline = time.monotonic() + 10
-    while (group := process_group(job.proc.pid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    group = left_after(lambda: process_group(job.proc.pid), seconds=10)
     assert group == [], f"processes of the run's group left alive:\n{output}"
     assert sorted(p.name for p in job.tmp.glob("asp-*")) == [], f"temporary files left behind:\n{output}"

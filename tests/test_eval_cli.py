@@ -12,21 +12,17 @@ import dataclasses
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import torch
-from helpers import assert_pgn_extract_accepts, pgn_games
+from helpers import asp, assert_pgn_extract_accepts, pgn_games
+from run_helpers import read_metrics, untrained_state
 
 from asp.app.cli import main
 from asp.app.evaluation.elo import match_result
-from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state
+from asp.app.run.checkpoint import CHECKPOINT
 from asp.app.run_config import defaults_for
 from asp.atomic import save_atomic
-from asp.games import Trainer
-from asp.tinychess.game import TinyChessGame
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -38,13 +34,9 @@ LINE = (
 
 def make_run(path: Path, *, version: int, seed: int) -> Path:
     """A run directory holding a checkpoint of model ``version`` (an untrained tiny TinyChess)."""
-    torch.manual_seed(seed)
     cfg = dataclasses.replace(defaults_for("tinychess"), seed=seed, network={"hidden": 16, "blocks": 0})
-    game = TinyChessGame()
-    trainer = Trainer(GameRun(cfg, game).new_model(), game, cfg.train)
     path.mkdir(parents=True)
-    save_atomic(checkpoint_state(trainer, cfg, next_iteration=version, version=version),
-                path / CHECKPOINT)  # fmt: skip
+    save_atomic(untrained_state(cfg, version=version, seed=seed), path / CHECKPOINT)
     return path
 
 
@@ -219,13 +211,7 @@ def test_a_broken_engine_ends_the_match_in_one_line_in_one_worker_or_several(
 @pytest.mark.timeout(60)
 @pytest.mark.slow
 def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path, Path], tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", "eval", str(runs[0]), "--vs", "stockfish", "--skill", "21"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    result = asp("eval", str(runs[0]), "--vs", "stockfish", "--skill", "21", cwd=tmp_path, seconds=60)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "asp eval: --skill must be an int in 0..20, got 21", result.stderr
 
@@ -234,9 +220,8 @@ def test_a_bad_skill_exits_with_status_2_from_the_command_line(runs: tuple[Path,
 
 
 def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "asp.app.cli", "train", "--iterations", "1", "--games", "4", "--max-plies", "20"]
-    command += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", "run", *extra]
-    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=150)
+    options = ["--iterations", "1", "--games", "4", "--max-plies", "20", "--eval-games", "4", "--hidden", "16"]
+    return asp("train", *options, "--workers", "2", "--no-progress", "--run-dir", "run", *extra, cwd=tmp_path)
 
 
 @pytest.mark.timeout(200)
@@ -245,7 +230,7 @@ def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) -> None:
     done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-nodes", "20")
     assert done.returncode == 0, done.stderr
-    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    (line,) = read_metrics(tmp_path / "run")
     assert line["eval_sf/engine"] == "stockfish skill 0 nodes 20"
     assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4
     assert 0.0 <= line["eval_sf/score"] <= 1.0 and line["eval_sf/elo_low"] <= line["eval_sf/elo_high"]
@@ -263,7 +248,7 @@ def test_train_without_the_engine_says_so_and_trains(tmp_path: Path) -> None:
     text = " ".join((done.stdout + done.stderr).split())  # the console wraps long lines
     assert text.count("asp train: no evaluation against stockfish skill 0 nodes 100") == 1, text
     assert "no-such-engine' is not an executable file" in text
-    (line,) = [json.loads(text) for text in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    (line,) = read_metrics(tmp_path / "run")
     assert "eval/score" in line and not any(key.startswith("eval_sf/") for key in line)
 
 

@@ -248,7 +248,8 @@ async def test_a_worker_killed_while_its_stream_waits_for_the_consumer_is_blamed
             first = await stream.__anext__()  # shard 0 (quick); shard 1 (slow) runs in slot 1
             got += ids(first.records)
             await wait_until(lambda: arrays.phase[1] == 1 and arrays.progress[1] > 2)
-            victim = arrays.pids[1]
+            victim = selfplay.pids[1]
+            assert victim is not None
             os.kill(victim, signal.SIGKILL)  # the generator is suspended: nobody looks
             await wait_until(lambda: not pid_alive(victim))
             await asyncio.sleep(0.3)  # the executor notices and breaks
@@ -328,8 +329,9 @@ async def test_two_native_cancels_still_stop_every_worker_and_remove_every_file(
 
 
 def _running_or_idle(opened: list[SelfPlay], busy: bool) -> bool:
-    """The SelfPlay is open and, if ``busy``, its slot 0 runs a shard."""
-    if not opened or opened[0]._state.value != "open":
+    """The SelfPlay is open (``run`` adds it inside its ``async with``) and, if ``busy``, its
+    slot 0 runs a shard."""
+    if not opened:
         return False
     return not busy or opened[0]._backend.arrays.phase[0] == 1
 
@@ -346,7 +348,8 @@ async def test_a_worker_sigtermed_by_an_operator_costs_only_its_own_shard(logs: 
         workers = children()
         task = asyncio.create_task(selfplay.play(tiny(), None, FaultConfig(n_games=2, plies=200, delay=0.01)))
         await wait_until(lambda: all(arrays.progress[s] > 5 for s in (0, 1)))
-        victim, other = arrays.pids[0], arrays.pids[1]
+        victim, other = selfplay.pids
+        assert victim is not None and other is not None
         os.kill(victim, signal.SIGTERM)  # an operator's `kill`
         records, stats = await task
         assert ids(records) == [0, 1]

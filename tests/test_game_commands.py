@@ -9,37 +9,24 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
 import chess
 import pytest
-import torch
-from helpers import assert_pgn_extract_accepts, pgn_games, read_scalars
+from helpers import asp, assert_pgn_extract_accepts, ok, pgn_games, read_scalars
+from run_helpers import kept_checkpoint, read_metrics
 
 from asp.app.cli import main
 from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
 from asp.connect4.model import C4Config
 from asp.tinychess.game import TinyChessGame
 
-RUN_LIMIT = 150  # seconds for one subprocess
 TINY = ("--iterations", "2", "--games", "16", "--eval-games", "4", "--workers", "2", "--no-progress")
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def asp(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_LIMIT
-    )
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"{result.args} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
-    return result
 
 
 def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], text: str) -> None:
@@ -70,7 +57,7 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     records = [json.loads(line) for line in lines]
     assert len(records) == 16 and {r["game"] for r in records} == {"connect4"}
     assert all(r["moves"] == [str(a + 1) for a in r["actions"]] for r in records)
-    metrics = [json.loads(line) for line in (connect4_run / "metrics.jsonl").read_text().splitlines()]
+    metrics = read_metrics(connect4_run)
     assert [m["iteration"] for m in metrics] == [0, 1]
     assert {"eval/score", "eval_winblock/score", "loss/policy", "loss/value"} <= set(metrics[-1])
     assert (connect4_run / "curves.png").read_bytes().startswith(b"\x89PNG")
@@ -91,7 +78,7 @@ def test_a_game_run_resumes_and_grows(connect4_run: Path, tmp_path: Path) -> Non
     run = tmp_path / "run"
     shutil.copytree(connect4_run, run)
     ok(asp("train", "--resume", str(run), "--iterations", "3", "--workers", "2", "--no-progress", cwd=tmp_path))
-    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    metrics = read_metrics(run)
     assert [m["iteration"] for m in metrics] == [0, 1, 2]
     assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] == 3
 
@@ -296,26 +283,19 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
     assert not (tmp_path / "run").exists()
 
 
-def checkpoint_of(path: Path, cfg: Any) -> Path:
-    """A checkpoint of a fresh network of the run ``cfg``, as a kept version (3) of it."""
-    from asp.app.game_run import GameRun
-    from asp.app.run.checkpoint import kept_version_state, write_checkpoint
-
-    torch.manual_seed(0)
-    weights = GameRun(cfg).new_model().state_dict()
-    write_checkpoint(kept_version_state(cfg, version=3, next_iteration=3, weights=weights), path)
-    return path
-
-
 def test_runs_of_one_game_named_two_ways_play_each_other_and_another_game_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from asp.app.run_config import GameRunConfig
 
     tiny = {"hidden": 16, "blocks": 0}
-    named = checkpoint_of(tmp_path / "named.pt", GameRunConfig(game="tinychess", network=tiny))
-    spec = checkpoint_of(tmp_path / "spec.pt", GameRunConfig(game="asp.tinychess.game:TinyChessGame", network=tiny))
-    c4 = checkpoint_of(tmp_path / "c4.pt", GameRunConfig(game="connect4", network={"hidden": 8, "blocks": 0}))
+    named = kept_checkpoint(tmp_path / "named.pt", GameRunConfig(game="tinychess", network=tiny), version=3)
+    spec = kept_checkpoint(
+        tmp_path / "spec.pt", GameRunConfig(game="asp.tinychess.game:TinyChessGame", network=tiny), version=3
+    )
+    c4 = kept_checkpoint(
+        tmp_path / "c4.pt", GameRunConfig(game="connect4", network={"hidden": 8, "blocks": 0}), version=3
+    )
     for model, other in ((named, spec), (spec, named)):
         assert main(["eval", str(model), "--vs", str(other), "--games", "2", "--search", "2", "--max-plies", "6"]) == 0
         assert f"against {other} (version 3): score" in capsys.readouterr().out
@@ -349,7 +329,7 @@ def test_a_tinychess_game_run_evaluates_against_stockfish_and_its_eval_and_play_
                "--eval-games", "4", "--eval-precision", "0", "--eval-vs", "stockfish", "--eval-nodes", "1",
                "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", str(run))  # fmt: skip
     ok(asp("train", *options, cwd=tmp_path))
-    (line,) = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
+    (line,) = read_metrics(run)
     assert line["eval_sf/engine"] == "stockfish skill 0 nodes 1" and "eval_sf/error" not in line
     assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4 and line["eval_sf/engine_failures"] == 0
     assert [p.suffix for p in sorted((run / "games").iterdir())] == [".jsonl", ".pgn"]

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import chess
 import pytest
-from run_helpers import tiny_config, trained
+from run_helpers import kept_checkpoint, tiny_config, trained
 
 from asp.app.cli import main
 from asp.app.commands.moves import LINE_LIMIT, read_positions
-from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import checkpoint_state, kept_version_state, write_checkpoint
+from asp.app.run.checkpoint import checkpoint_state, write_checkpoint
 from asp.app.run_config import defaults_for
 
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8#
@@ -69,11 +68,7 @@ AFTER_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1"
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = dataclasses.replace(defaults_for("connect4"), network={"hidden": 16, "blocks": 0}, eval_search=8)
-    path = tmp_path_factory.mktemp("c4") / "checkpoint.pt"
-    write_checkpoint(
-        kept_version_state(cfg, version=1, next_iteration=1, weights=GameRun(cfg).new_model().state_dict()), path
-    )
-    return path
+    return kept_checkpoint(tmp_path_factory.mktemp("c4") / "checkpoint.pt", cfg, version=1)
 
 
 def one_error(code: int, err: str) -> str:

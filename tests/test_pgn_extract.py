@@ -9,15 +9,13 @@ differently (tags or moves) from python-chess.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import chess
 import chess.pgn
 import pytest
 import torch
-from helpers import assert_pgn_extract_accepts, pgn_games
+from helpers import asp, assert_pgn_extract_accepts, pgn_games
 
 from asp.app.cli import main
 from asp.games import PlayConfig, RandomMover, Record, play_games
@@ -88,12 +86,7 @@ def test_the_file_asp_play_writes_passes(tmp_path: Path, capsys: pytest.CaptureF
 def test_the_games_asp_train_writes_pass(tmp_path: Path, pgn_extract: str) -> None:
     run = tmp_path / "run"
     argv = ["train", "--iterations", "1", "--games", "4", "--max-plies", "20", "--eval-games", "4", "--hidden", "16"]
-    result = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *argv, "--workers", "1", "--no-progress", "--run-dir", str(run)],
-        capture_output=True,
-        text=True,
-        timeout=150,
-    )
+    result = asp(*argv, "--workers", "1", "--no-progress", "--run-dir", str(run))
     assert result.returncode == 0, result.stdout + result.stderr
     assert_pgn_extract_accepts(run / "games" / "iter-0000.pgn", games=4, pgn_extract=pgn_extract)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 import pytest
-from helpers import pid_alive, wait_until
+from helpers import asp, left_after, pid_alive, wait_until
 from selfplay_helpers import tiny
 from torch import nn
 
@@ -178,15 +178,11 @@ def test_asp_train_on_the_ray_backend_runs_and_leaves_no_ray_process(tmp_path: P
     run = tmp_path / "run"
     args = ["train", "--backend", "ray", "--iterations", "1", "--games", "8", "--max-plies", "20"]
     args += ["--eval-games", "4", "--hidden", "16", "--workers", "2", "--no-progress", "--run-dir", str(run)]
-    result = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *args], capture_output=True, text=True, timeout=240, cwd=tmp_path
-    )
+    result = asp(*args, cwd=tmp_path, seconds=240)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 1
     events = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     started = [e for e in events if e["event"] == "pool_started"]
     assert started and started[0]["backend"] == "ray" and len(started[0]["pids"]) == 2
-    deadline = time.monotonic() + 20
-    while _ray_system_processes() != before and time.monotonic() < deadline:
-        time.sleep(0.2)
+    left_after(lambda: _ray_system_processes() != before, seconds=20, interval=0.2)
     assert _ray_system_processes() == before

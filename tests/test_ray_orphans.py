@@ -19,11 +19,10 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
-from helpers import survivors
+from helpers import left_after, poll_until, survivors, wait_until
 
 from asp import AspError, SelfPlay
 from asp.testing import fault_play
@@ -54,14 +53,6 @@ def users_of(directory: Path, *, spare: int | None = None) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
     return found
-
-
-def wait_for(check: Callable[[], Any], seconds: float) -> Any:
-    """Poll ``check()`` until it is falsy or ``seconds`` pass; its last value."""
-    deadline = time.monotonic() + seconds
-    while (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return value
 
 
 _OWNER = """
@@ -96,8 +87,8 @@ def test_a_sigkilled_owner_leaves_no_ray_process_and_no_directory(tmp_path: Path
     descendants: list[int] = []
     directories: list[Path] = []
     try:
-        assert wait_for(lambda: not ready.exists() and owner.poll() is None, 180) is False, output.read_text()
-        assert owner.poll() is None, output.read_text()[-3000:]
+        poll_until(ready.exists, seconds=180, interval=0.2, process=owner, what="the owner's first games",
+                   output=lambda: output.read_text()[-3000:])  # fmt: skip
         directories = ray_dirs(owner.pid)
         assert len(directories) == 1
         descendants = [p.pid for p in psutil.Process(owner.pid).children(recursive=True)]
@@ -109,8 +100,8 @@ def test_a_sigkilled_owner_leaves_no_ray_process_and_no_directory(tmp_path: Path
         if not directories:
             directories = ray_dirs(owner.pid)
     assert survivors(descendants, seconds=20) == []
-    assert wait_for(lambda: [u for d in directories for u in users_of(d)], 10) == []
-    assert wait_for(lambda: ray_dirs(owner.pid), 10) == []
+    assert left_after(lambda: [u for d in directories for u in users_of(d)], seconds=10, interval=0.2) == []
+    assert left_after(lambda: ray_dirs(owner.pid), seconds=10, interval=0.2) == []
 
 
 @pytest.mark.asyncio
@@ -118,21 +109,20 @@ async def test_a_start_cancelled_while_ray_starts_leaves_no_ray_process(children
     assert not ray.is_initialized()
     selfplay = SelfPlay(workers=1, play_fn=fault_play, backend="ray")
     start = asyncio.create_task(selfplay.start())
-    deadline = time.monotonic() + 60
-    while not ray_dirs(os.getpid()):  # the directory is made just before ray.init
-        assert time.monotonic() < deadline and not start.done(), "Ray never began to start"
-        await asyncio.sleep(0.02)
+    # the directory is made just before ray.init, and Ray's processes inside it
+    await wait_until(lambda: ray_dirs(os.getpid()) or start.done(), seconds=60)
+    assert not start.done(), "Ray never began to start"
     directory = ray_dirs(os.getpid())[0]
-    await asyncio.sleep(0.5)  # inside ray.init: its processes are starting
-    assert not start.done()
+    await wait_until(lambda: children() or start.done(), seconds=60)
+    assert not start.done(), "ray.init ended before its processes were seen"
     start.cancel()
     with pytest.raises(asyncio.CancelledError):
         await start
     await selfplay.aclose()
     assert not ray.is_initialized()
     assert not directory.exists()
-    assert await asyncio.to_thread(wait_for, lambda: users_of(directory), 10) == []
-    assert await asyncio.to_thread(wait_for, children, 10) == []
+    assert await asyncio.to_thread(left_after, lambda: users_of(directory), seconds=10, interval=0.2) == []
+    assert await asyncio.to_thread(left_after, children, seconds=10, interval=0.2) == []
 
 
 @pytest.mark.asyncio
@@ -151,4 +141,4 @@ async def test_more_cpus_than_a_private_instance_has_fail_fast_naming_both(
     assert int(found[1]) == cpus + 1 and int(found[2]) < cpus + 1
     assert not ray.is_initialized()
     assert ray_dirs(os.getpid()) == []
-    assert await asyncio.to_thread(wait_for, children, 10) == []
+    assert await asyncio.to_thread(left_after, children, seconds=10, interval=0.2) == []

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_helpers import tiny_config, trained
+from run_helpers import tiny_config, tiny_run_checkpoint
 
 import asp.app.loop_watch
 import asp.app.run.checkpoint
@@ -31,7 +31,7 @@ import asp.app.session
 from asp.app.evaluation.matches import endings
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import RunError, checkpoint_state, load_checkpoint, write_checkpoint
+from asp.app.run.checkpoint import RunError, load_checkpoint
 from asp.app.run.curves import plot_curves
 from asp.app.run.writer import Writer
 from asp.app.session import train_session
@@ -43,12 +43,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture
 def checkpoint(tmp_path: Path) -> Path:
     """A real checkpoint of a tiny run, in ``tmp_path/run``."""
-    cfg = tiny_config()
-    run = RunDir(tmp_path / "run")
-    run.create(cfg)
-    state = checkpoint_state(trained(cfg), cfg, next_iteration=1, version=1)
-    write_checkpoint(state, run.checkpoint)
-    return run.checkpoint
+    return tiny_run_checkpoint(tmp_path)
 
 
 def metrics_line(iteration: int, **fields: object) -> dict[str, object]:

@@ -9,13 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from test_cli import RUN_LIMIT, TINY, asp, checkpoint, command, ok
+from helpers import RUN_LIMIT, asp, ok, poll_until, start
+from run_helpers import TINY_TRAIN, read_checkpoint
 
 from asp.app.run.lock import LOCK_FILE, RunDirInUse, RunLock
 
@@ -63,23 +63,17 @@ def test_a_lock_held_by_a_killed_process_is_free(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def first_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+def first_run(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """A long ``asp train`` in ``tmp_path/run``, once it holds the run directory's lock; killed
     with all its children at the end."""
     run = tmp_path / "run"
     log = open(tmp_path / "first.txt", "wb")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen(
-        command("train", "--iterations", "50", "--games", "8", "--run-dir", str(run), *TINY),
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    proc = start("train", "--iterations", "50", "--games", "8", "--run-dir", str(run), *TINY_TRAIN,
+                 cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     try:
-        deadline = time.monotonic() + RUN_LIMIT
-        while not ((run / LOCK_FILE).exists() and (run / LOCK_FILE).read_text().strip() == str(proc.pid)):
-            assert proc.poll() is None, (tmp_path / "first.txt").read_text()
-            assert time.monotonic() < deadline, "the run never took its lock"
-            time.sleep(0.05)
+        lock = run / LOCK_FILE
+        poll_until(lambda: lock.exists() and lock.read_text().strip() == str(proc.pid), seconds=RUN_LIMIT,
+                   process=proc, what="the run's lock", output=(tmp_path / "first.txt").read_text)  # fmt: skip
         yield proc, run
     finally:
         children = psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
@@ -103,14 +97,13 @@ def _one_line(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.timeout(3 * RUN_LIMIT)
 @pytest.mark.slow
 def test_a_second_train_on_a_run_directory_in_use_is_refused_and_a_killed_owner_frees_it(
-    first_run: tuple[subprocess.Popen[bytes], Path],
+    first_run: tuple[subprocess.Popen[str], Path],
 ) -> None:
     proc, run = first_run
-    deadline = time.monotonic() + RUN_LIMIT
-    while not (run / "metrics.jsonl").exists() or not (run / "metrics.jsonl").read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, "the first run wrote no metrics line"
-        time.sleep(0.1)
-    for second in (["--resume", str(run), "--workers", "1"], ["--run-dir", str(run), *TINY]):
+    metrics = run / "metrics.jsonl"
+    poll_until(lambda: metrics.exists() and metrics.read_text(), seconds=RUN_LIMIT, interval=0.1, process=proc,
+               what="the first run's metrics line")  # fmt: skip
+    for second in (["--resume", str(run), "--workers", "1"], ["--run-dir", str(run), *TINY_TRAIN]):
         before = (run / "metrics.jsonl").read_text()
         line = _one_line(asp("train", *second, "--no-progress", cwd=run.parent))
         assert line == f"asp train: run directory {run} is in use by pid {proc.pid}"
@@ -122,7 +115,7 @@ def test_a_second_train_on_a_run_directory_in_use_is_refused_and_a_killed_owner_
     iterations = [json.loads(text)["iteration"] for text in (run / "metrics.jsonl").read_text().splitlines()]
     assert iterations == list(range(len(iterations)))
     # The kernel released the lock of the killed run: a resume takes it (and has nothing to play).
-    done = checkpoint(run)["next_iteration"]
+    done = read_checkpoint(run)["next_iteration"]
     assert len(iterations) in (done, done + 1)  # the line goes first, then the checkpoint
     result = ok(asp("train", "--resume", str(run), "--iterations", str(done), "--no-progress", cwd=run.parent))
     assert f"trained {done} iterations in {run}" in result.stdout

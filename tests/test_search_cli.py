@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import asp
+from run_helpers import read_metrics
 
 from asp.app.commands.options import play_search
 from asp.app.game_run import GameRun
@@ -45,18 +46,12 @@ for line in sys.stdin:
 """
 
 
-def asp(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", *argv], capture_output=True, text=True, timeout=LIMIT, check=False
-    )
-
-
 @pytest.fixture(scope="module")
 def searched_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run = tmp_path_factory.mktemp("searched") / "run"
     result = asp(
         "train", "--search", "4", "--iterations", "2", "--games", "8", "--max-plies", "24", "--eval-every", "1",
-        "--eval-games", "4", "--hidden", "32", "--workers", "2", "--run-dir", str(run), "--no-progress",
+        "--eval-games", "4", "--hidden", "32", "--workers", "2", "--run-dir", str(run), "--no-progress", seconds=LIMIT,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     return run
@@ -65,7 +60,7 @@ def searched_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.timeout(LIMIT)
 @pytest.mark.slow
 def test_asp_train_with_search_learns_its_targets_and_climbs_the_ladder(searched_run: Path) -> None:
-    lines = [json.loads(line) for line in (searched_run / "metrics.jsonl").read_text().splitlines()]
+    lines = read_metrics(searched_run)
     assert [line["iteration"] for line in lines] == [0, 1]
     for line in lines:
         assert "train/target_entropy" in line and "train/ratio_mean" not in line  # search targets
@@ -80,10 +75,11 @@ def test_asp_eval_plays_any_uci_engine_without_a_skill_level(searched_run: Path,
     engine = tmp_path / "plain-uci"
     engine.write_text(f"#!{sys.executable}\n{PLAIN_UCI}")
     engine.chmod(0o755)
-    result = asp("eval", str(searched_run), "--vs", "uci", "--engine", str(engine), "--games", "2", "--max-plies", "16")
+    result = asp("eval", str(searched_run), "--vs", "uci", "--engine", str(engine), "--games", "2", "--max-plies", "16",
+                 seconds=LIMIT)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert "against plain-uci nodes 100" in result.stdout and "engine failures: 0" in result.stdout
-    result = asp("eval", str(searched_run), "--vs", "greedy", "--games", "2", "--max-plies", "16")
+    result = asp("eval", str(searched_run), "--vs", "greedy", "--games", "2", "--max-plies", "16", seconds=LIMIT)
     assert result.returncode == 0 and "against the greedy mover" in result.stdout, result.stderr[-3000:]
 
 

@@ -7,13 +7,12 @@ that python-chess's chess.svg marks (``lastmove`` squares, the ``check`` gradien
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import chess
 import pytest
+from helpers import asp
 
 from asp.app.cli import main
 from asp.app.commands.show_pgn import read_game, render, write_boards
@@ -181,19 +180,9 @@ def test_a_game_that_does_not_parse_is_an_error_naming_the_game(tmp_path: Path) 
 @pytest.mark.slow
 def test_asp_show_runs_as_a_command(games: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmd.svg"
-    ok = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", "show", str(games), "--game", "2", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    ok = asp("show", str(games), "--game", "2", "--out", str(out), seconds=60)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip() == f"wrote {out}: the position after ply 1 of game 2 of {games} (1 ply)"
     assert _marks(out.read_text(encoding="utf-8"))[1] == {"g8"}
-    bad = subprocess.run(
-        [sys.executable, "-m", "asp.app.cli", "show", str(games), "--game", "9"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = asp("show", str(games), "--game", "9", seconds=60)
     assert bad.returncode == 2 and "--game must be in 1..2" in bad.stderr

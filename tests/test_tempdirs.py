@@ -11,13 +11,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
-from helpers import survivors
+from helpers import left_after, survivors
 from selfplay_helpers import tiny
 
 from asp import SelfPlay, SyncSelfPlay
@@ -139,7 +138,4 @@ def test_a_dropped_sync_selfplay_stops_its_workers_and_removes_its_directory(
     del selfplay
     gc.collect()
     assert dirs_of(os.getpid()) == before
-    deadline = time.monotonic() + 10
-    while children():
-        assert time.monotonic() < deadline, f"workers left: {children()}"
-        time.sleep(0.05)
+    assert left_after(children, seconds=10) == [], "workers left"

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import RUN_LIMIT, finish, ok, output_of, poll_until, start
 from run_helpers import tiny_config
-from test_cli import RUN_LIMIT, command, finish, ok
 
 from asp.app.cli import _parser, main
 from asp.app.commands.train import _resume_hint
@@ -28,8 +27,7 @@ TINY_C4 = ("--game", "connect4", "--games", "4", "--max-plies", "12", "--eval-ga
 
 def train(*args: str, cwd: Path, **popen: Any) -> subprocess.Popen[str]:
     """``asp train ARGS`` started in ``cwd``."""
-    pipes: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    return subprocess.Popen(command("train", *args), cwd=cwd, **pipes, **popen)
+    return start("train", *args, cwd=cwd, **popen)
 
 
 def finished(proc: subprocess.Popen[str]) -> None:
@@ -98,11 +96,8 @@ def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(tmp_path: Path) -> 
     metrics = tmp_path / "run" / "metrics.jsonl"
     proc = train(*TINY_C4, "--iterations", "3", "--run-dir", "run", cwd=tmp_path, preexec_fn=_ignore_sigint)
     try:
-        deadline = time.monotonic() + RUN_LIMIT
-        while not (metrics.exists() and metrics.read_text().count("\n") >= 1):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "no iteration finished in time"
-            time.sleep(0.05)
+        poll_until(lambda: metrics.exists() and metrics.read_text().count("\n") >= 1, seconds=RUN_LIMIT,
+                   process=proc, what="a metrics line", output=lambda: output_of(proc))  # fmt: skip
         proc.send_signal(signal.SIGINT)  # a background job of a script: not its to take
         finished(proc)
     finally:

@@ -15,9 +15,9 @@ from pathlib import Path
 import chess.pgn
 import psutil
 import pytest
-from helpers import survivors
+from helpers import RUN_LIMIT, poll_until, start, survivors
+from run_helpers import TINY_TRAIN, read_metrics
 from structlog.testing import capture_logs
-from test_cli import RUN_LIMIT, TINY, command
 
 from asp.app.run.writer import Writer, _death_of
 
@@ -83,18 +83,13 @@ def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once
     run, out = tmp_path / "run", tmp_path / "out.txt"
     iterations = 6
     with open(out, "wb") as sink:
-        proc = subprocess.Popen(
-            command("train", "--iterations", str(iterations), "--games", "8", "--run-dir", str(run), *TINY),
-            cwd=tmp_path,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+        proc = start("train", "--iterations", str(iterations), "--games", "8", "--run-dir", str(run), *TINY_TRAIN,
+                     cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)  # fmt: skip
         try:
-            deadline = time.monotonic() + RUN_LIMIT
             # mid-run: the writer has written an iteration, and more are to come
-            while not (_events(run / "log.jsonl", "writer_started") and _lines(run / "metrics.jsonl") >= 1):
-                assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-                time.sleep(0.05)
+            poll_until(lambda: _events(run / "log.jsonl", "writer_started") and _lines(run / "metrics.jsonl") >= 1,
+                       seconds=RUN_LIMIT, process=proc, what="the writer and a metrics line",
+                       output=out.read_text)  # fmt: skip
             pid = int(str(_events(run / "log.jsonl", "writer_started")[0]["pid"]))
             assert pid in [p.pid for p in psutil.Process(proc.pid).children()], pid
             assert _lines(run / "metrics.jsonl") < iterations, "the run ended before the writer was killed"
@@ -108,7 +103,7 @@ def test_a_run_whose_writer_is_killed_completes_with_every_iterations_files_once
     assert "Traceback" not in out.read_text()
     replaced = _events(run / "log.jsonl", "writer_replaced")
     assert [(e["pid"], e["reason"]) for e in replaced] == [(pid, "killed by SIGKILL")], replaced
-    lines = [json.loads(text) for text in (run / "metrics.jsonl").read_text().splitlines()]
+    lines = read_metrics(run)
     assert [line["iteration"] for line in lines] == list(range(iterations)), (run / "log.jsonl").read_text()[-3000:]
     for iteration in range(iterations):
         stream = io.StringIO((run / "games" / f"iter-{iteration:04d}.pgn").read_text())
