@@ -125,7 +125,8 @@ def failures(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         ({"move_timeout": 0}, "move_timeout", "(0, 3600]"),
         ({"max_failures": 0}, "max_failures", "1..1000"),
         ({"path": ""}, "path", "non-empty"),
-        ({"nodes": None, "time": None}, "nodes", "node or a time limit"),
+        ({"depth": 0}, "depth", "1..100"),
+        ({"nodes": None, "time": None}, "nodes", "node, time or depth limit"),
     ],
 )
 def test_bad_engine_config_raises_config_error_naming_the_field(
@@ -140,6 +141,12 @@ def test_a_time_limit_alone_is_a_valid_config_and_named() -> None:
     cfg = EngineConfig(nodes=None, time=0.05, skill=5)
     assert cfg.limit() == chess.engine.Limit(time=0.05)
     assert cfg.describe() == "stockfish skill 5 time 0.05s"
+
+
+def test_a_depth_limit_alone_is_a_valid_config_and_named() -> None:
+    cfg = EngineConfig(nodes=None, depth=1)
+    assert cfg.limit() == chess.engine.Limit(depth=1)
+    assert cfg.describe() == "stockfish skill 0 depth 1"
 
 
 def test_a_missing_engine_is_a_one_line_error_naming_the_option(tmp_path: Path) -> None:
@@ -310,6 +317,19 @@ def test_stockfish_plays_games_from_the_openings_in_this_process_and_is_closed()
     ]  # fmt: skip
     assert not pid_alive(engine.pid)
     assert match_result_of(records).games == 4
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("stockfish")
+def test_stockfish_plays_at_a_depth_limit() -> None:
+    opponent = EngineOpponent(EngineConfig(nodes=None, depth=1))
+    cfg = PlayConfig(GAME, n_games=2, max_plies=12, openings=MATCH_OPENINGS, samples=False)
+    try:
+        records, _ = play_games(tiny_model(), opponent, cfg)
+    finally:
+        opponent.close()
+    assert [r.opponent_name for r in records] == ["stockfish skill 0 depth 1"] * 2
+    assert match_result_of(records).engine_failures == 0
 
 
 @pytest.mark.timeout(120)

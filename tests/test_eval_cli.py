@@ -137,6 +137,8 @@ def test_eval_against_the_random_mover_is_the_default(
         (["--vs", "stockfish", "--skill", "25"], "--skill must be an int in 0..20, got 25"),
         (["--vs", "stockfish", "--nodes", "0"], "--nodes must be an int in 1..1000000000, got 0"),
         (["--vs", "stockfish", "--move-time", "-1"], "--move-time must be None or a number of seconds"),
+        (["--vs", "stockfish", "--depth", "0"], "--depth must be an int in 1..100, got 0"),
+        (["--depth", "1"], "--depth applies to --vs stockfish or --vs uci only, not --vs random"),
         (["--skill", "3"], "--skill applies to --vs stockfish or --vs uci only, not --vs random"),
     ],
 )
@@ -228,16 +230,17 @@ def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.usefixtures("stockfish")
 @pytest.mark.slow
 def test_train_evaluates_against_stockfish_too_and_records_it(tmp_path: Path) -> None:
-    done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-nodes", "20")
+    done = _train(tmp_path, "--eval-vs", "stockfish", "--eval-depth", "1")
     assert done.returncode == 0, done.stderr
     (line,) = read_metrics(tmp_path / "run")
-    assert line["eval_sf/engine"] == "stockfish skill 0 nodes 20"
+    assert line["eval_sf/engine"] == "stockfish skill 0 depth 1"
     assert line["eval_sf/games"] + line["eval_sf/engine_failures"] == 4
     assert 0.0 <= line["eval_sf/score"] <= 1.0 and line["eval_sf/elo_low"] <= line["eval_sf/elo_high"]
     assert sum(line["eval_sf/endings"].values()) == line["eval_sf/games"]
     assert "eval/score" in line  # the random mover too
     stored = json.loads((tmp_path / "run" / "config.json").read_text())
-    assert stored["eval_engine"]["nodes"] == 20 and stored["eval_engine"]["path"] is None
+    assert stored["eval_engine"]["depth"] == 1 and stored["eval_engine"]["nodes"] is None
+    assert stored["eval_engine"]["path"] is None
 
 
 @pytest.mark.timeout(200)
@@ -254,7 +257,12 @@ def test_train_without_the_engine_says_so_and_trains(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("options", "named"),
-    [(("--eval-vs", "stockfish", "--eval-skill", "21"), "--eval-skill"), (("--eval-nodes", "5"), "--eval-nodes")],
+    [
+        (("--eval-vs", "stockfish", "--eval-skill", "21"), "--eval-skill"),
+        (("--eval-nodes", "5"), "--eval-nodes"),
+        (("--eval-vs", "stockfish", "--eval-depth", "0"), "--eval-depth"),
+        (("--eval-depth", "1"), "--eval-depth"),
+    ],
 )
 def test_train_engine_options_are_checked_before_anything_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...], named: str

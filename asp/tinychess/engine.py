@@ -104,8 +104,12 @@ class EngineConfig:
     """Nodes searched per move (1 to 10**9), or None: no node limit."""
 
     time: float | None = None
-    """Seconds of search per move (above 0, at most 60), or None: no time limit. At least
-    one of ``nodes`` and ``time`` must be set."""
+    """Seconds of search per move (above 0, at most 60), or None: no time limit."""
+
+    depth: int | None = None
+    """Plies searched per move (UCI ``go depth``; 1 to 100), or None: no depth limit. At least
+    one of ``nodes``, ``time`` and ``depth`` must be set. Stockfish's skill levels are
+    calibrated under a depth or time limit: a handful of nodes plays far below its level."""
 
     move_timeout: float = 10.0
     """Seconds the engine may stay silent, starting or on a move (beyond ``time``), before it
@@ -117,8 +121,11 @@ class EngineConfig:
     def __post_init__(self) -> None:
         for spec in dataclasses.fields(EngineConfig):
             check_engine_field(spec.name, getattr(self, spec.name))
-        if self.nodes is None and self.time is None:
-            raise ConfigError("EngineConfig.nodes and EngineConfig.time are both None: set a node or a time limit")
+        if self.nodes is None and self.time is None and self.depth is None:
+            raise ConfigError(
+                "EngineConfig.nodes, EngineConfig.time and EngineConfig.depth are all None: "
+                "set a node, time or depth limit"
+            )
 
     def opponent(self, path: str | None = None) -> EngineOpponent:
         """The engine as an opponent, run from ``path`` (None: this config's own path);
@@ -131,7 +138,7 @@ class EngineConfig:
         gives it (:func:`check_engine_field`); a field it does not have is a ConfigError.
 
         >>> EngineConfig.of({"skill": 3, "nodes": 50})
-        EngineConfig(path=None, skill=3, nodes=50, time=None, move_timeout=10.0, max_failures=3)
+        EngineConfig(path=None, skill=3, nodes=50, time=None, depth=None, move_timeout=10.0, max_failures=3)
         >>> EngineConfig.of({"skill": 30}, {"skill": "--eval-skill"})
         Traceback (most recent call last):
         ...
@@ -146,7 +153,7 @@ class EngineConfig:
 
     def limit(self) -> chess.engine.Limit:
         """The search limit of one move."""
-        return chess.engine.Limit(nodes=self.nodes, time=self.time)
+        return chess.engine.Limit(nodes=self.nodes, time=self.time, depth=self.depth)
 
     def describe(self) -> str:
         """The engine in words, for records and PGN: ``stockfish skill 0 nodes 100``."""
@@ -156,10 +163,12 @@ class EngineConfig:
             words.append(f"nodes {self.nodes}")
         if self.time is not None:
             words.append(f"time {self.time:g}s")
+        if self.depth is not None:
+            words.append(f"depth {self.depth}")
         return " ".join(words)
 
 
-_INT_FIELDS = {"skill": (0, 20), "nodes": (1, 10**9), "max_failures": (1, 1000)}
+_INT_FIELDS = {"skill": (0, 20), "nodes": (1, 10**9), "depth": (1, 100), "max_failures": (1, 1000)}
 
 
 def check_engine_field(field: str, value: object, *, name: str | None = None) -> None:
@@ -176,7 +185,7 @@ def check_engine_field(field: str, value: object, *, name: str | None = None) ->
         if value is not None and (not isinstance(value, str) or not value):
             raise ConfigError(f"{name} must be None or a non-empty path, got {value!r}")
     elif field in _INT_FIELDS:
-        if value is not None or field == "max_failures":  # None: no skill level, no node limit
+        if value is not None or field == "max_failures":  # None: no skill level, no node or depth limit
             check_int(name, value, *_INT_FIELDS[field])
     elif field in ("time", "move_timeout"):
         also: tuple[None, ...] = (None,) if field == "time" else ()

@@ -59,9 +59,16 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         type=int,
         help="--vs stockfish/uci: its Skill Level, 0-20 (default: 0 for stockfish, unset for uci)",
     )
-    ev.add_argument("--nodes", type=int, help="--vs stockfish/uci: nodes searched per move (default 100)")
+    ev.add_argument(
+        "--nodes", type=int, help="--vs stockfish/uci: nodes searched per move (default 100; none with --depth)"
+    )
     ev.add_argument(
         "--move-time", type=float, help="--vs stockfish/uci: seconds per move (default: the node limit only)"
+    )
+    ev.add_argument(
+        "--depth",
+        type=int,
+        help="--vs stockfish/uci: plies searched per move (UCI go depth; default: the node limit only)",
     )
     ev.add_argument(
         "--engine",
@@ -82,7 +89,13 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     )
 
 
-_ENGINE_NAMES = {"skill": "--skill", "nodes": "--nodes", "time": "--move-time", "path": "--engine"}
+_ENGINE_NAMES = {
+    "skill": "--skill",
+    "nodes": "--nodes",
+    "time": "--move-time",
+    "depth": "--depth",
+    "path": "--engine",
+}
 """The engine's fields and the ``asp eval`` options that set them."""
 
 
@@ -99,8 +112,9 @@ def _engine_fields(args: argparse.Namespace) -> dict[str, Any] | None:
     return {
         "path": args.engine,
         "skill": args.skill if args.skill is not None or args.vs == "uci" else 0,
-        "nodes": args.nodes if args.nodes is not None or args.move_time is not None else 100,
+        "nodes": args.nodes if args.nodes is not None or args.move_time is not None or args.depth is not None else 100,
         "time": args.move_time,
+        "depth": args.depth,
     }
 
 

@@ -66,7 +66,12 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "mover; default), or Stockfish as well",
     )
     train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
-    train.add_argument("--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100)")
+    train.add_argument(
+        "--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100, none with --eval-depth)"
+    )
+    train.add_argument(
+        "--eval-depth", type=int, help="--eval-vs stockfish: plies per move, UCI go depth (default: none)"
+    )
     train.add_argument(
         "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
     )

@@ -21,7 +21,7 @@ __all__ = ["print_config", "resumed_run", "train_config"]
 
 T = TypeVar("T")
 
-_ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes"}
+_ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes", "depth": "--eval-depth"}
 """The engine's fields and the ``asp train`` options that set them."""
 
 _ENGINE_OPTIONS = (*(option[2:].replace("-", "_") for option in _ENGINE_NAMES.values()), "engine")
@@ -106,7 +106,8 @@ def _engine_fields(args: argparse.Namespace, game: Any) -> dict[str, Any] | None
         return None
     fields = {
         "skill": 0 if args.eval_skill is None else args.eval_skill,
-        "nodes": 100 if args.eval_nodes is None else args.eval_nodes,
+        "nodes": 100 if args.eval_nodes is None and args.eval_depth is None else args.eval_nodes,
+        "depth": args.eval_depth,
     }
     return dataclasses.asdict(engine_config(game, fields, _ENGINE_NAMES))
 
