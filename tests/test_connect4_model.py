@@ -14,6 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from asp.connect4 import ConnectFour
 from asp.connect4.model import N_PLANES, C4Config, C4Net, planes_of
 from asp.connect4.rules import HEIGHT, WIDTH, Board, cell, is_over, legal_columns, play
+from asp.errors import ConfigError
 from asp.games import Game
 from asp.tinychess import TinyChessGame
 
@@ -99,3 +100,23 @@ def test_a_network_moved_to_a_device_computes_there_alone(game: Game[Any]) -> No
         logits, value = net(features)
     assert devices.seen == {"meta"}
     assert logits.device.type == value.device.type == "meta"
+
+
+def test_the_convolutional_tower_is_rebuilt_from_its_config_and_starts_as_its_stem() -> None:
+    net = C4Net(C4Config(tower=2, tower_channels=8))
+    rebuilt = type(net)(net.cfg)
+    assert {k: v.shape for k, v in net.state_dict().items()} == {k: v.shape for k, v in rebuilt.state_dict().items()}
+    assert not any(name.startswith(("windows", "stem", "trunk")) for name in net.state_dict())
+    features = GAME.encode(random_positions(3, seed=2))
+    logits, value = net(features)
+    assert logits.shape == (3, WIDTH) and value.shape == (3,) and bool((value.abs() <= 1).all())
+    # each block's last convolution starts at zero: the blocks pass the stem's output through
+    planes = torch.cat([planes_of(features), torch.ones(3, 1, WIDTH, HEIGHT)], dim=1)
+    stem = torch.relu(net.tower.stem(planes))
+    assert torch.equal(net.tower.blocks(stem), stem)
+
+
+@pytest.mark.parametrize(("field", "value"), [("tower", 33), ("tower_channels", 2)])
+def test_a_bad_tower_is_refused_by_name(field: str, value: int) -> None:
+    with pytest.raises(ConfigError, match=f"C4Config.{field}"):
+        C4Config(**{field: value})  # type: ignore[arg-type]

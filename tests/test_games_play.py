@@ -80,6 +80,43 @@ def test_samples_hold_every_ply_of_the_model_with_a_policy_target_over_its_legal
     assert start == len(samples.legal)
 
 
+def test_playout_cap_randomisation_keeps_only_the_moves_of_full_searches() -> None:
+    full, quick = SearchConfig(8, 7), SearchConfig(1, 1)
+    cfg = PlayConfig(GAME, n_games=24, seed=5, search=full, fast_search=quick, full_search_share=0.25)
+    records, stats = play_games(fresh_net(), None, cfg)
+    plies = sum(len(r.actions) for r in records)
+    kept = sum(len(r.samples.plies) for r in records if r.samples is not None)
+    assert 0.15 * plies < kept < 0.4 * plies  # about a quarter of the moves
+    for record in records:
+        assert replay(record) is not None
+        assert record.samples is not None
+        assert len(record.samples.values) == len(record.samples.plies) == len(record.samples.legal_counts)
+    # the other moves were searched with one simulation: far fewer boards a move than full searches
+    _, all_full = play_games(fresh_net(), None, dataclasses.replace(cfg, fast_search=None))
+    assert stats["search/boards"] / plies < 0.6 * all_full["search/boards"] / all_full["plies"]
+    # the draws come from each game's own stream: the same games in any batch
+    again, _ = play_games(fresh_net(), None, dataclasses.replace(cfg, batch_size=5))
+    assert [r.actions for r in again] == [r.actions for r in records]
+
+
+def test_the_first_sample_plies_are_drawn_from_the_improved_policy() -> None:
+    cfg = PlayConfig(GAME, n_games=16, seed=2, search=SearchConfig(8, 7), max_plies=6)
+    chosen, _ = play_games(fresh_net(), None, cfg)
+    drawn, _ = play_games(fresh_net(), None, dataclasses.replace(cfg, sample_plies=4))
+    # an untrained network's search chooses alike in most games; draws from its policy vary
+    assert len({tuple(r.actions[:4]) for r in drawn}) > len({tuple(r.actions[:4]) for r in chosen})
+    for record in drawn:
+        assert replay(record) is not None and record.samples is not None
+        start = 0
+        for ply, action in enumerate(record.actions[:4]):
+            count = int(record.samples.legal_counts[ply])
+            legal = record.samples.legal[start : start + count].tolist()
+            assert record.samples.policy[start + legal.index(action)] > 0  # a move the policy allows
+            start += count
+    again, _ = play_games(fresh_net(), None, dataclasses.replace(cfg, sample_plies=4, batch_size=3))
+    assert [r.actions for r in again] == [r.actions for r in drawn]
+
+
 @pytest.mark.slow
 def test_a_game_is_the_same_whatever_the_batch_or_the_call_that_plays_it() -> None:
     net = fresh_net()
@@ -218,6 +255,9 @@ def test_games_start_from_the_openings_given() -> None:
         ("batch_size", 0, "PlayConfig.batch_size must be an int in 1..4096, got 0"),
         ("temperature", -1.0, "PlayConfig.temperature"),
         ("search", 8, "PlayConfig.search must be a SearchConfig or None, got 8"),
+        ("fast_search", SearchConfig(2), "PlayConfig.fast_search needs PlayConfig.search"),
+        ("full_search_share", 0.0, "PlayConfig.full_search_share"),
+        ("sample_plies", -1, "PlayConfig.sample_plies must be an int in 0..100000, got -1"),
         ("openings", ("48",), "PlayConfig.openings[0]: move 2: '8' is not a column 1-7"),
         ("openings", ("4455667",), "PlayConfig.openings[0]: '4455667' is a finished game"),
         ("openings", "445566", "PlayConfig.openings must be a tuple of positions in the game's notation, got '445566'"),

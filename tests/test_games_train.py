@@ -16,7 +16,7 @@ from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
 from asp.games.protocol import unpacked
 from asp.games.records import MODEL, Samples
-from asp.games.train import make_samples
+from asp.games.train import make_samples, merged
 from asp.search import SearchConfig
 
 GAME = ConnectFour()
@@ -159,6 +159,9 @@ def test_training_fits_the_policy_targets_and_results_it_is_given() -> None:
         ("lr", 0.0, "TrainConfig.lr"),
         ("replay", 0, "TrainConfig.replay must be an int in 1..64, got 0"),
         ("symmetries", 1, "TrainConfig.symmetries"),
+        ("value_mix", 1.5, "TrainConfig.value_mix"),
+        ("lr_final", 0.0, "TrainConfig.lr_final"),
+        ("merge_repeats", "yes", "TrainConfig.merge_repeats"),
         ("device", "tpu", "TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'tpu'"),
     ],
 )
@@ -175,3 +178,51 @@ def test_symmetries_are_drawn_per_sample() -> None:
     features = trainer._batch(samples, list(range(len(samples))))[0]
     mirrored = [not torch.equal(f, g) for f, g in zip(features, samples.features, strict=True)]
     assert 0 < sum(mirrored) < len(mirrored)
+
+
+def test_value_mix_blends_the_result_with_the_value_each_ply_s_search_found() -> None:
+    record = _four_plies([])
+    assert record.samples is not None
+    record.samples.values = np.array([0.5, np.nan, -0.5, 0.0], dtype=np.float32)  # ply 1 was not searched
+    cfg = TrainConfig(value_mix=0.25)
+    # 0.75 times the result from the mover's side plus 0.25 times the search's value; the result alone at ply 1
+    assert make_samples([record], cfg).z.tolist() == pytest.approx([0.875, -1.0, 0.625, -0.75])
+    assert make_samples([record]).z.tolist() == [1.0, -1.0, 1.0, -1.0]  # value_mix 0: the result alone
+
+
+def test_self_play_records_the_search_s_root_value_of_each_kept_ply() -> None:
+    records = self_play(2, search=8)
+    for record in records:
+        assert record.samples is not None
+        values = record.samples.values
+        assert len(values) == len(record.actions) and np.all(np.abs(values) <= 1.0)
+        if record.result != 0.5:
+            assert values[-1] == 1.0  # the search saw the winning move as a win
+    torch.manual_seed(0)
+    (plain,) = play_games(GAME.network(), None, PlayConfig(GAME, n_games=1))[0]
+    assert plain.samples is not None and np.isnan(plain.samples.values).all()  # no search, no value
+
+
+def test_repeated_positions_train_once_with_their_targets_averaged() -> None:
+    records = self_play(8, search=4)
+    samples = make_samples(records)
+    once = merged(samples)
+    starts = {tuple(f.tolist()) for f in samples.features}
+    assert len(once) == len(starts) < len(samples)  # every game starts from the empty board
+    first = [i for i, f in enumerate(samples.features) if not f.any()]  # the empty board, once per game
+    assert len(first) == 8 and not once.features[0].any()
+    assert float(once.z[0]) == pytest.approx(float(samples.z[first].mean()))
+    targets = torch.stack([samples.targets[samples.legal_start[i] : samples.legal_start[i + 1]] for i in first])
+    assert once.targets[: int(once.legal_start[1])].tolist() == pytest.approx(targets.mean(0).tolist())
+    assert once.legal_flat[: int(once.legal_start[1])].tolist() == list(range(7))
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", merge_repeats=True))
+    assert trainer.train(records)["train/replay_samples"] == len(once)
+
+
+def test_the_learning_rate_falls_along_a_half_cosine_over_the_calls_planned() -> None:
+    records = self_play(1)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", lr=1e-3, lr_final=1e-4), calls=3)
+    rates = [trainer.train(records)["train/lr"] for _ in range(4)]
+    assert rates == pytest.approx([1e-3, 5.5e-4, 1e-4, 1e-4])
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)
+    assert Trainer(GAME.network(), GAME, TrainConfig(lr_final=1e-4)).learning_rate() == 2e-3  # no plan: constant

@@ -70,7 +70,7 @@ class GameRun:
         return model
 
     def new_trainer(self, model: torch.nn.Module) -> Trainer:
-        return Trainer(model, self.game, self.cfg.train)
+        return Trainer(model, self.game, self.cfg.train, calls=self.cfg.iterations)
 
     def search_cfg(self, *, sampling: bool, simulations: int | None = None) -> SearchConfig | None:
         """The model's search: sampling with ``search`` simulations in self-play; the best
@@ -94,6 +94,9 @@ class GameRun:
             batch_size=cfg.play_batch,
             model_version=version,
             search=self.search_cfg(sampling=True),
+            fast_search=self.search_cfg(sampling=True, simulations=cfg.fast_search) if cfg.fast_search else None,
+            full_search_share=cfg.full_search_share if cfg.fast_search else 1.0,
+            sample_plies=cfg.sample_plies,
         )
 
     def eval_cfg(self, version: int, *, games: int | None = None, seed: int = 0) -> PlayConfig:

@@ -65,7 +65,7 @@ def network_config(game: Any, fields: dict[str, Any]) -> Any:
 
     >>> from asp.connect4 import ConnectFour
     >>> network_config(ConnectFour(), {"hidden": 64})
-    C4Config(hidden=64, blocks=2, channels=16)
+    C4Config(hidden=64, blocks=2, channels=16, tower=0, tower_channels=32)
     >>> network_config(ConnectFour(), {"width": 64})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     asp.errors.ConfigError: GameRunConfig.network: connect4's network has no field 'width'; its fields: hidden, ...
@@ -119,6 +119,17 @@ class GameRunConfig:
     trainer learns the search's improved policy."""
     search_considered: int = 16
     """Root actions the search considers (Gumbel top-k; 1 to 1024)."""
+    fast_search: int = 0
+    """Playout cap randomisation: simulations of the quick searches that play the self-play
+    moves not kept as samples (0: every move is searched with ``search`` and kept; 1 to 10000;
+    see :attr:`asp.games.PlayConfig.fast_search`)."""
+    full_search_share: float = 1.0
+    """With ``fast_search``: the share of the model's self-play moves searched with ``search``
+    and kept as samples (0.01 to 1)."""
+    sample_plies: int = 0
+    """Plies at the start of each self-play game whose move is drawn from the search's
+    improved policy rather than chosen by it: varied openings (0 to 100000; see
+    :attr:`asp.games.PlayConfig.sample_plies`)."""
     eval_search: int = 64
     """Simulations of the model's search when it plays to win: evaluations during training,
     ``asp eval``, ``asp moves`` (0 to 10000: 0 plays the policy alone)."""
@@ -152,12 +163,15 @@ class GameRunConfig:
             ("max_staleness", 0, MAX_STALENESS),
             ("search", 1, 10_000),
             ("search_considered", 1, 1024),
+            ("fast_search", 0, 10_000),
+            ("sample_plies", 0, 100_000),
             ("eval_search", 0, 10_000),
             ("eval_every", 1, 10**6),
             ("eval_games", 2, 10**6),
         ):
             check_int(f"GameRunConfig.{name}", getattr(self, name), low, high)
         check_number("GameRunConfig.eval_precision", self.eval_precision, 0, 0.5)
+        check_number("GameRunConfig.full_search_share", self.full_search_share, 0.01, 1)
         check_bool("GameRunConfig.overlap", self.overlap)
         if not isinstance(self.train, TrainConfig):
             raise ConfigError(f"GameRunConfig.train must be an asp.games.TrainConfig, got {self.train!r}")

@@ -84,11 +84,58 @@ class C4Config:
     channels: int = 16
     """Channels of the 4x4 convolution over the board that feeds the trunk (1 to 256): every
     four-in-a-row window of the board fits in its kernel."""
+    tower: int = 0
+    """Residual blocks of 3x3 convolutions with global pooling, over the board, instead of
+    the 4x4 convolution and the linear trunk (0: none; 1 to 32)."""
+    tower_channels: int = 32
+    """Channels of the tower's convolutions (4 to 256)."""
 
     def __post_init__(self) -> None:
         check_int("C4Config.hidden", self.hidden, 8, 4096)
         check_int("C4Config.blocks", self.blocks, 0, 32)
         check_int("C4Config.channels", self.channels, 1, 256)
+        check_int("C4Config.tower", self.tower, 0, 32)
+        check_int("C4Config.tower_channels", self.tower_channels, 4, 256)
+
+
+class PooledBlock(nn.Module):
+    """A residual block of two 3x3 convolutions over the board, the first one's output biased
+    by a linear map of its channels' means and maxima over the board (global pooling, as
+    KataGo's: every cell sees what happens anywhere on the board). Its last convolution starts
+    at zero, so a new block passes its input through."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.pool = nn.Linear(2 * channels, channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        nn.init.zeros_(self.conv2.weight)
+        nn.init.zeros_(self.conv2.bias)  # type: ignore[arg-type]  # (bias=True: a tensor)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.conv1(x))
+        pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
+        h = torch.relu(h + self.pool(pooled)[:, :, None, None])
+        return torch.relu(x + self.conv2(h))
+
+
+class _Tower(nn.Module):
+    """The convolutional trunk and heads of a :class:`C4Net` with ``cfg.tower`` blocks."""
+
+    def __init__(self, cfg: C4Config) -> None:
+        super().__init__()
+        width = cfg.tower_channels
+        self.stem = nn.Conv2d(N_PLANES + 1, width, 3, padding=1)
+        self.blocks = nn.Sequential(*(PooledBlock(width) for _ in range(cfg.tower)))
+        self.policy_conv = nn.Conv2d(width, 2, 1)
+        self.policy = nn.Linear(2 * WIDTH * HEIGHT, WIDTH)
+        self.value = nn.Sequential(nn.Linear(2 * width, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.blocks(torch.relu(self.stem(planes)))
+        logits = self.policy(torch.relu(self.policy_conv(h)).flatten(1))
+        pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
+        return logits, torch.tanh(self.value(pooled)).squeeze(-1)
 
 
 class C4Net(nn.Module):
@@ -97,6 +144,9 @@ class C4Net(nn.Module):
     def __init__(self, cfg: C4Config | None = None) -> None:
         super().__init__()
         self.cfg = cfg if cfg is not None else C4Config()
+        if self.cfg.tower:
+            self.tower = _Tower(self.cfg)
+            return
         width = self.cfg.hidden
         # The planes and a plane of ones (the board's edge is then seen through the padding),
         # padded by 3 cells: every 4x4 window that holds a cell of the board, 10 x 9 of them.
@@ -110,6 +160,9 @@ class C4Net(nn.Module):
         """``(logits, value)`` of shapes ``(B, 7)`` and ``(B,)``."""
         planes = planes_of(features)
         planes = torch.cat([planes, torch.ones_like(planes[:, :1])], dim=1)
+        if self.cfg.tower:
+            logits, value = self.tower(planes)
+            return logits, value
         h = torch.relu(self.windows(planes)).flatten(1)
         h = self.trunk(torch.relu(self.stem(h)))
         return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)

@@ -105,6 +105,21 @@ class PlayConfig:
     improved policy as its target."""
     opponent_search: SearchConfig | None = None
     """The same for a network opponent."""
+    fast_search: SearchConfig | None = None
+    """Playout cap randomisation (KataGo): a quicker search of the model's for most of its
+    moves. Each move of the model is searched with ``search`` with probability
+    ``full_search_share`` (drawn from the game's own stream), else with this one, and only the
+    moves of the full search are kept as samples: the policy targets all come from full
+    searches, while the games, played mostly by quick ones, cost less. None: every move is
+    searched with ``search``. Needs ``search``."""
+    full_search_share: float = 1.0
+    """The share of the model's moves searched with ``search`` where ``fast_search`` is set
+    (0.01 to 1)."""
+    sample_plies: int = 0
+    """In the first ``sample_plies`` plies of each game, the searching model plays a move
+    drawn from its search's improved policy (its policy target) instead of the search's own
+    choice: in a game of few actions, the search's Gumbel noise seldom changes its choice, and
+    self-play would otherwise repeat a few openings (0 to 100000)."""
     samples: bool = True
     """Send back, with each record, the model's plies as training samples
     (:class:`~asp.games.records.Samples`). Evaluation games can do without."""
@@ -130,11 +145,15 @@ class PlayConfig:
             check_int(f"PlayConfig.{name}", getattr(self, name), low, high)
         check_number("PlayConfig.temperature", self.temperature, 0.01, 100, also=(0,))
         check_number("PlayConfig.opponent_temperature", self.opponent_temperature, 0.01, 100, also=(None, 0))
+        check_number("PlayConfig.full_search_share", self.full_search_share, 0.01, 1)
+        check_int("PlayConfig.sample_plies", self.sample_plies, 0, 100_000)
         check_bool("PlayConfig.samples", self.samples)
         check_bool("PlayConfig.take_wins", self.take_wins)
-        for name in ("search", "opponent_search"):
+        for name in ("search", "opponent_search", "fast_search"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
                 raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
+        if self.fast_search is not None and self.search is None:
+            raise ConfigError("PlayConfig.fast_search needs PlayConfig.search: the full search it stands in for")
         if isinstance(self.openings, str) or not isinstance(self.openings, Sequence):
             raise ConfigError(
                 f"PlayConfig.openings must be a tuple of positions in the game's notation, got {self.openings!r}"
@@ -166,7 +185,7 @@ class _Game(Generic[State]):
     """A game in flight: its position, its moves, its random stream and its samples."""
 
     __slots__ = ("actions", "counts", "failure", "features", "game_id", "guesses", "legal", "model_first", "movers",
-                 "moves", "plies", "policy", "rng", "searching", "self_play", "start", "state")  # fmt: skip
+                 "moves", "plies", "policy", "rng", "searching", "self_play", "start", "state", "values")  # fmt: skip
 
     def __init__(self, game_id: int, cfg: PlayConfig, against_opponent: bool) -> None:
         game = cfg.game
@@ -194,6 +213,7 @@ class _Game(Generic[State]):
         self.legal: list[int] = []
         self.counts: list[int] = []
         self.policy: list[float] = []
+        self.values: list[float] = []  # the search's root value of each kept ply (NaN: not searched)
         # The game's heuristic of every position, for its first player (None: not kept)
         self.guesses: list[float] | None = [] if cfg.samples and hasattr(game, "heuristic") else None
         self._guess(game)
@@ -209,12 +229,15 @@ class _Game(Generic[State]):
         self.legal.extend(legal)
         self.counts.append(len(legal))
 
-    def push(self, game: Game[State], action: int, policy: Sequence[float] | None, model: bool) -> None:
-        """Play ``action``; for a kept ply of the model, its policy target: the search's
-        improved ``policy``, else the action played."""
+    def push(
+        self, game: Game[State], action: int, policy: Sequence[float] | None, model: bool, value: float = math.nan
+    ) -> None:
+        """Play ``action``; for a kept ply of the model, its policy target (the search's
+        improved ``policy``, else the action played) and the search's root ``value``."""
         if model and len(self.policy) < len(self.legal):
             legal = self.legal[len(self.policy) :]
             self.policy.extend(policy if policy is not None else [1.0 if a == action else 0.0 for a in legal])
+            self.values.append(value)
         self.moves.append(game.action_text(self.state, action))
         self.state = game.apply(self.state, action)
         self.actions.append(action)
@@ -262,6 +285,7 @@ class _Game(Generic[State]):
             legal=np.array(self.legal, dtype=np.int32),
             legal_counts=np.array(self.counts, dtype=np.int32),
             policy=np.array(self.policy, dtype=np.float32),
+            values=np.array(self.values, dtype=np.float32),
             heuristic=np.array(self.guesses or [], dtype=np.float32),
         )
 
@@ -272,6 +296,12 @@ def _sample(logits: Sequence[float], temperature: float, rng: random.Random) -> 
         return max(range(len(logits)), key=logits.__getitem__)
     peak, exp = max(logits), math.exp
     weights = [exp((x - peak) / temperature) for x in logits]
+    u = rng.random() * sum(weights)
+    return min(bisect.bisect_right(list(itertools.accumulate(weights)), u), len(weights) - 1)
+
+
+def _drawn(weights: Sequence[float], rng: random.Random) -> int:
+    """A position in ``weights`` (a distribution) drawn in proportion to them."""
     u = rng.random() * sum(weights)
     return min(bisect.bisect_right(list(itertools.accumulate(weights)), u), len(weights) - 1)
 
@@ -311,20 +341,26 @@ class _Step(Generic[State]):
 
     def move(self, games: list[_Game[State]]) -> int:
         """Each of ``games`` (whose movers choose now) moves, or starts a search; returns how many."""
-        game = self.cfg.game
+        game, cfg = self.cfg.game, self.cfg
         rows_of = {side.is_model: [g for g in games if g.model_to_move(game) == side.is_model] for side in self.sides}
-        kept = rows_of[True] if self.cfg.samples else []
+        fast: set[_Game[State]] = set()  # the model's quick searches of this step: no samples
+        if cfg.fast_search is not None:
+            fast = {g for g in rows_of[True] if g.rng.random() >= cfg.full_search_share}
+        kept = [g for g in rows_of[True] if g not in fast] if cfg.samples else []
         rows = packed(game, [g.state for g in kept]) if kept else None
         for i, g in enumerate(kept):
             assert rows is not None
             g.keep(rows[i], legal_actions(game, g.state), game.to_move(g.state))
         for side in self.sides:
             if rows_of[side.is_model]:
-                self._side_moves(side, rows_of[side.is_model], rows if side.is_model else None)
+                self._side_moves(side, rows_of[side.is_model], rows if side.is_model and not fast else None, fast)
         return len(games)
 
-    def _side_moves(self, side: _Side, games: list[_Game[State]], rows: np.ndarray | None) -> None:
-        """``side`` moves in ``games`` (``rows``: their packed encoding, if already made)."""
+    def _side_moves(
+        self, side: _Side, games: list[_Game[State]], rows: np.ndarray | None, fast: set[_Game[State]]
+    ) -> None:
+        """``side`` moves in ``games`` (``rows``: their packed encoding, if already made;
+        ``fast``: the games the model searches with ``fast_search``)."""
         game = self.cfg.game
         if side.mover is not None:
             for g in games:
@@ -342,7 +378,8 @@ class _Step(Generic[State]):
                 self.searches[side.is_model] = Searches(search, side.search, batch=self.cfg.batch_size)
             for g in games:
                 g.searching = True
-                self.searches[side.is_model].start(g, search_root(game, g.state), g.rng)
+                quick = self.cfg.fast_search if side.is_model and g in fast else None
+                self.searches[side.is_model].start(g, search_root(game, g.state), g.rng, quick)
         else:
             encoded = unpacked(game, rows) if rows is not None else game.encode([g.state for g in games])
             logits, _ = network_output(game, side.net, encoded, len(games), who=side.who)
@@ -363,7 +400,10 @@ class _Step(Generic[State]):
             if searches:
                 for g, result in searches.step():
                     g.searching = False
-                    g.push(self.cfg.game, result.action, result.policy, is_model)
+                    action = result.action
+                    if is_model and len(g.actions) < self.cfg.sample_plies:
+                        action = result.actions[_drawn(result.policy, g.rng)]
+                    g.push(self.cfg.game, action, result.policy, is_model, result.value)
 
     def search_stats(self) -> dict[str, int]:
         searches = self.searches.get(True)

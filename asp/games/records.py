@@ -47,6 +47,10 @@ class Samples:
     """(sum of legal_counts,) float32, beside ``legal``: the policy target at each ply: the
     search's improved policy, or, for a ply played without search, the action played (1 for
     it, 0 for the others)."""
+    values: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float32))
+    """(k,) float32: the search's value of the position before each kept ply, for its mover
+    (:attr:`asp.search.SearchResult.value`), NaN where the ply was played without a search
+    (empty: none was)."""
     heuristic: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float32))
     """(plies + 1,) float32: the game's heuristic (:func:`asp.games.protocol.heuristic`) of the
     position before each ply of the game, and after the last, for the game's first player;

@@ -6,7 +6,8 @@
   drawn, -1 lost), discounted by ``outcome_gamma`` a ply to the game's end; where the game has a
   heuristic (:func:`asp.games.protocol.heuristic`) and ``heuristic_weight`` is above 0, plus
   that weight times the heuristic the mover will have, discounted by ``heuristic_gamma`` (its
-  value now plus the discounted changes from here on), the sum clipped to [-1, 1];
+  value now plus the discounted changes from here on), the sum clipped to [-1, 1]; with
+  ``value_mix`` above 0, mixed with the value the ply's search found;
 * over a replay window: the samples of the last ``replay`` calls of :meth:`Trainer.train`
   (iterations), each keeping the model version that played it;
 * each sample seen through a symmetry of the board drawn at random (the game's
@@ -26,6 +27,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
 import time
@@ -53,6 +55,10 @@ class TrainConfig:
 
     lr: float = 2e-3
     """AdamW learning rate (0 < lr <= 1)."""
+    lr_final: float | None = None
+    """The learning rate of the run's last iteration, where the trainer knows how many there
+    are (``Trainer(calls=...)``; ``asp train``: its iterations): from ``lr`` it falls along a
+    half cosine, one value per :meth:`Trainer.train` call; None: ``lr`` throughout (0 < x <= 1)."""
     weight_decay: float = 1e-4
     """AdamW weight decay (0 to 1)."""
     batch_size: int = 256
@@ -70,6 +76,12 @@ class TrainConfig:
     heuristic_gamma: float = 1.0
     """Per-ply discount of the heuristic's changes from a ply on (0 to 1): how far ahead a
     ply gets credit for what the heuristic gains."""
+    value_mix: float = 0.0
+    """Weight of the search's root value in the value target (0 to 1): a searched ply learns
+    ``(1 - value_mix)`` times the result (as discounted, with the heuristic) plus
+    ``value_mix`` times the value its search found (:attr:`asp.games.Samples.values`); a ply
+    played without a search learns the result alone. The result of one game is a noisy
+    verdict on each of its positions; the search's value is a less noisy, biased one."""
     max_grad_norm: float = 1.0
     """Gradients are clipped to this global norm (0 < x <= 1000)."""
     replay: int = 4
@@ -78,6 +90,11 @@ class TrainConfig:
     symmetries: bool = True
     """See each sample through a symmetry of the board drawn at random (the game's, and the
     identity)."""
+    merge_repeats: bool = False
+    """Train on each position of the replay window once, its targets the mean of those of
+    its repeats (the same encoding; a game's first positions recur in most games): a
+    position's weight in the loss no longer grows with how often self-play reaches it, and its
+    value target averages the results of every game through it."""
     device: str = "auto"
     """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
     seed: int = 0
@@ -92,8 +109,10 @@ class TrainConfig:
             ("outcome_gamma", 0.0, 1.0, False),
             ("heuristic_weight", 0.0, 1.0, False),
             ("heuristic_gamma", 0.0, 1.0, False),
+            ("value_mix", 0.0, 1.0, False),
         ):
             check_number(f"TrainConfig.{name}", getattr(self, name), low, high, open_low=open_low)
+        check_number("TrainConfig.lr_final", self.lr_final, 0.0, 1.0, open_low=True, also=(None,))
         for name, first, last in (
             ("batch_size", 1, 65536),
             ("epochs", 1, 100),
@@ -102,6 +121,7 @@ class TrainConfig:
         ):
             check_int(f"TrainConfig.{name}", getattr(self, name), first, last)
         check_bool("TrainConfig.symmetries", self.symmetries)
+        check_bool("TrainConfig.merge_repeats", self.merge_repeats)
         if not isinstance(self.device, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", self.device):
             raise ConfigError(f"TrainConfig.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
@@ -177,6 +197,10 @@ def _value_targets(record: Record, part: Samples, cfg: TrainConfig) -> np.ndarra
             ahead[k] = guesses[k + 1] - guesses[k] + cfg.heuristic_gamma * ahead[k + 1]
         target = target + cfg.heuristic_weight * sign * (guesses[plies] + ahead[plies])
         target = np.clip(target, -1.0, 1.0)
+    if cfg.value_mix > 0 and len(part.values) == len(plies):
+        searched = np.isfinite(part.values)
+        mixed = (1.0 - cfg.value_mix) * target + cfg.value_mix * part.values.astype(np.float64)
+        target = np.where(searched, mixed, target)
     return target
 
 
@@ -196,6 +220,55 @@ def _concat(parts: Sequence[TrainSamples]) -> TrainSamples:
     )
 
 
+def merged(samples: TrainSamples) -> TrainSamples:
+    """``samples`` with each repeated position (the same encoding and legal actions) once, in
+    order of first appearance: its policy target and result the mean of its repeats', its
+    version the newest.
+
+    >>> rows = TrainSamples(torch.tensor([[1.0], [2.0], [1.0]]), torch.tensor([0, 1, 0, 1, 0, 1]),
+    ...     torch.tensor([0, 2, 4, 6]), torch.tensor([1.0, 0.0, 0.5, 0.5, 0.0, 1.0]),
+    ...     torch.tensor([1.0, 0.0, 0.0]), torch.tensor([3, 4, 5]))
+    >>> once = merged(rows)
+    >>> once.features.flatten().tolist(), once.targets.tolist(), once.z.tolist(), once.versions.tolist()
+    ([1.0, 2.0], [0.5, 0.5, 0.5, 0.5], [0.5, 0.0], [5, 4])
+    """
+    n = len(samples)
+    if n == 0:
+        return samples
+    counts = (samples.legal_start[1:] - samples.legal_start[:-1]).numpy()
+    rows = np.concatenate([samples.features.reshape(n, -1).numpy().view(np.uint8).reshape(n, -1),
+                           counts.astype(np.int64).view(np.uint8).reshape(n, -1)], axis=1)  # fmt: skip
+    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # the groups in order of first appearance
+    group = np.empty(len(order), dtype=np.int64)
+    group[order] = np.arange(len(order))
+    group = group[inverse.ravel()]  # each sample's group
+    keep = first[order]  # each group's first sample
+    size = np.bincount(group, minlength=len(keep)).astype(np.float32)
+    start = np.zeros(len(keep) + 1, dtype=np.int64)
+    np.cumsum(counts[keep], out=start[1:])
+    # each sample's targets added into its group's, action by action: repeats list their actions alike
+    owner = np.repeat(np.arange(n), counts)
+    slot = start[group[owner]] + np.arange(len(owner)) - samples.legal_start[:-1].numpy()[owner]
+    targets = np.zeros(start[-1], dtype=np.float32)
+    np.add.at(targets, slot, samples.targets.numpy())
+    targets /= np.repeat(size, counts[keep])
+    legal = np.zeros(start[-1], dtype=np.int64)
+    firsts = np.isin(owner, keep)
+    legal[slot[firsts]] = samples.legal_flat.numpy()[firsts]
+    versions = np.zeros(len(keep), dtype=np.int64)
+    np.maximum.at(versions, group, samples.versions.numpy())
+    return TrainSamples(
+        features=samples.features[torch.from_numpy(keep)],
+        legal_flat=torch.from_numpy(legal),
+        legal_start=torch.from_numpy(start),
+        targets=torch.from_numpy(targets),
+        z=torch.from_numpy((np.bincount(group, samples.z.numpy(), len(keep)) / size).astype(np.float32)),
+        versions=torch.from_numpy(versions),
+    )
+
+
 def pick_device(name: str = "auto") -> torch.device:
     """``auto``: CUDA when available, else CPU."""
     if name == "auto":
@@ -204,10 +277,17 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 class Trainer:
-    """Trains ``model``, a network of ``game``, from the records of its games."""
+    """Trains ``model``, a network of ``game``, from the records of its games; ``calls``: how
+    many :meth:`train` calls the run will make, over which ``cfg.lr_final`` schedules the
+    learning rate (None: not known, the rate stays ``cfg.lr``)."""
 
-    def __init__(self, model: nn.Module, game: Game[Any], cfg: TrainConfig | None = None) -> None:
+    def __init__(
+        self, model: nn.Module, game: Game[Any], cfg: TrainConfig | None = None, *, calls: int | None = None
+    ) -> None:
         self.cfg = cfg if cfg is not None else TrainConfig()
+        self.planned_calls = calls
+        self.calls = 0
+        """:meth:`train` calls so far (a resumed run: its iterations done)."""
         self.game = game
         self.device = pick_device(self.cfg.device)
         self.model = model.to(self.device)
@@ -218,6 +298,14 @@ class Trainer:
         """The samples of the last ``replay`` calls of :meth:`train`."""
         self._symmetries = list(symmetries(game)) if self.cfg.symmetries else []
         self._images = [torch.tensor(s.actions) for s in self._symmetries]
+
+    def learning_rate(self) -> float:
+        """The learning rate of the next :meth:`train` call (see ``TrainConfig.lr_final``)."""
+        cfg = self.cfg
+        if cfg.lr_final is None or not self.planned_calls:
+            return cfg.lr
+        done = min(self.calls / max(self.planned_calls - 1, 1), 1.0)
+        return cfg.lr_final + (cfg.lr - cfg.lr_final) * 0.5 * (1.0 + math.cos(math.pi * done))
 
     def window_state(self) -> list[dict[str, torch.Tensor]]:
         """The samples of the replay window that the next :meth:`train` call keeps (the newest
@@ -239,9 +327,15 @@ class Trainer:
             taken (the model keeps the steps of this call before it).
         """
         started = time.perf_counter()
+        lr = self.learning_rate()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.calls += 1
         fresh = make_samples(records, self.cfg)
         self.window.append(fresh)
         samples = _concat(list(self.window))
+        if self.cfg.merge_repeats:
+            samples = merged(samples)
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
@@ -264,6 +358,7 @@ class Trainer:
             "train/replay_samples": len(samples),
             "train/staleness_mean": float((newest - samples.versions).float().mean()) if len(samples) else 0.0,
             "train/steps": steps,
+            "train/lr": lr,
             "train/seconds": time.perf_counter() - started,
         })  # fmt: skip
         return metrics

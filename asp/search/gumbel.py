@@ -233,12 +233,13 @@ _Path = list[tuple[_Node[State], int]]
 class _Search(Generic[State, Key]):
     """One search in a :class:`Searches`: its root, and the walks of its round in flight."""
 
-    __slots__ = ("key", "leaves", "node", "paths", "pending", "rng", "root")
+    __slots__ = ("cfg", "key", "leaves", "node", "paths", "pending", "rng", "root")
 
-    def __init__(self, key: Key, node: _Node[State], rng: random.Random) -> None:
+    def __init__(self, key: Key, node: _Node[State], rng: random.Random, cfg: SearchConfig) -> None:
         self.key = key
         self.node = node
         self.rng = rng
+        self.cfg = cfg
         self.root: _Root[State] | None = None
         """Its Gumbel draw and rounds, once its root is evaluated and needs a search."""
         self.paths: list[_Path[State]] = []
@@ -283,16 +284,18 @@ class Searches(Generic[State, Key]):
         """Searches started and not yet returned by :meth:`step`."""
         return len(self._searches)
 
-    def start(self, key: Key, state: State, rng: random.Random) -> None:
+    def start(self, key: Key, state: State, rng: random.Random, cfg: SearchConfig | None = None) -> None:
         """Search ``state`` (a position where the game goes on); its result comes back from
-        :meth:`step` with ``key``. ``rng`` draws its Gumbel noise.
+        :meth:`step` with ``key``. ``rng`` draws its Gumbel noise; ``cfg``, where given, is
+        this search's instead of the config of the searches (a search of fewer simulations
+        shares the network calls of the others).
 
         :raises ValueError: if the game is over at ``state`` (there is nothing to search).
         """
         node = _Node(state, self.game.status(state))
         if node.status.value is not None:
             raise ValueError("search: a root position is finished: there is nothing to search")
-        entry = _Search(key, node, rng)
+        entry = _Search(key, node, rng, self.cfg if cfg is None else cfg)
         self._searches.append(entry)
         if entry.pending:
             self._queue.append((node, entry))
@@ -321,7 +324,7 @@ class Searches(Generic[State, Key]):
     def _advance(self, entry: _Search[State, Key]) -> SearchResult | None:
         """Back up the evaluated round of ``entry`` and walk the next, until one waits for the
         network; its result once its rounds are all walked."""
-        game, cfg = self.game, self.cfg
+        game, cfg = self.game, entry.cfg
         if entry.root is None:
             decided = _decided(game, entry.node)
             if decided is not None:

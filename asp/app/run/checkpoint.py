@@ -362,6 +362,7 @@ def restore_checkpoint(
         trainer.optimizer.load_state_dict(state["optimizer"])
         trainer.rng.setstate(_as_rng_state(state["trainer_rng"]))
         trainer.steps = state["trainer_steps"]
+        trainer.calls = state["next_iteration"]
         trainer.load_window(state.get("replay_window", []))
         for played_by, weights in pending_plays(state):
             playing = run.new_model()
