@@ -139,9 +139,9 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     # whole lines off a terminal (once cut at 80 columns, inside a field)
     assert re.search(r"^asp train: \d+ cores: .*busy threads at most\)$", result.stderr, re.M), result.stderr
     last = (
-        r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), vs greedy \d\.\d{3}, "
-        r"vs v0 \d\.\d{3}; ladder v2 [+-]\d+ \[95%: [+-]\d+, [+-]\d+\], (above v0 by|below v0 by|cannot tell yet "
-        r"from v0:) [+-]\d+ \[95%: [+-]\d+, [+-]\d+\]; evaluation \d+\.\ds$"
+        r"^iteration 2/2: 8 games, .*, score vs random \d\.\d{3} \(Elo [<>]? ?[+-]\d+\), "
+        r"vs greedy \d\.\d{3}, vs material2 \d\.\d{3}, vs v0 \d\.\d{3}; ladder v2 [+-]\d+ \[95%: [+-]\d+, [+-]\d+\], "
+        r"(above v0 by|below v0 by|cannot tell yet from v0:) [+-]\d+ \[95%: [+-]\d+, [+-]\d+\]; evaluation \d+\.\ds$"
     )
     assert re.search(last, result.stderr, re.M), result.stderr
 
@@ -169,7 +169,10 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
     assert lines[1]["eval/elo_low"] <= lines[1]["eval/elo"] <= lines[1]["eval/elo_high"]
     # the ladder: version 2 against version 0 too, and every player on one scale
     assert lines[1]["eval/version"] == 2 and lines[1]["eval_v0/games"] == 8
-    assert set(lines[1]["ladder"]) == {"random", "greedy", "v0", "v2"} and lines[1]["ladder"]["random"][0] == 0
+    assert (
+        set(lines[1]["ladder"]) == {"random", "greedy", "material2", "v0", "v2"}
+        and lines[1]["ladder"]["random"][0] == 0
+    )
     assert lines[1]["ladder/elo"] == lines[1]["ladder"]["v2"][0]
     endings = lines[1]["eval/endings"]  # e.g. {"draw/max_plies": 5, "win/rules": 1, ...}
     assert sum(endings.values()) == 8

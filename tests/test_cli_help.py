@@ -59,9 +59,11 @@ def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
 
 
 @pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search"])
-def test_the_defaults_in_the_help_are_the_configs_for_tinychess_and_other_games(field: str) -> None:
+def test_the_defaults_in_the_help_are_the_configs_for_tinychess_connect_four_and_other_games(field: str) -> None:
     from asp.app.run_config import GameRunConfig, defaults_for
 
     [action] = [a for name, a in _options() if name == "train" and a.dest == field]
     tinychess, other = getattr(defaults_for("tinychess"), field), getattr(GameRunConfig(), field)
-    assert re.search(rf"default {tinychess}; other games: {other}\b", action.help or ""), action.help
+    connect4 = getattr(defaults_for("connect4"), field)
+    said = "" if connect4 == other else rf"Connect Four: {connect4}\b[^;]*; "
+    assert re.search(rf"default {tinychess}; {said}other games: {other}\b", action.help or ""), action.help

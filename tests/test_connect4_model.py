@@ -103,7 +103,7 @@ def test_a_network_moved_to_a_device_computes_there_alone(game: Game[Any]) -> No
 
 
 def test_the_convolutional_tower_is_rebuilt_from_its_config_and_starts_as_its_stem() -> None:
-    net = C4Net(C4Config(tower=2, tower_channels=8))
+    net = C4Net(C4Config(tower=2, hidden=8))
     rebuilt = type(net)(net.cfg)
     assert {k: v.shape for k, v in net.state_dict().items()} == {k: v.shape for k, v in rebuilt.state_dict().items()}
     assert not any(name.startswith(("windows", "stem", "trunk")) for name in net.state_dict())
@@ -116,7 +116,7 @@ def test_the_convolutional_tower_is_rebuilt_from_its_config_and_starts_as_its_st
     assert torch.equal(net.tower.blocks(stem), stem)
 
 
-@pytest.mark.parametrize(("field", "value"), [("tower", 33), ("tower_channels", 2)])
+@pytest.mark.parametrize(("field", "value"), [("tower", 33), ("tower", -1)])
 def test_a_bad_tower_is_refused_by_name(field: str, value: int) -> None:
     with pytest.raises(ConfigError, match=f"C4Config.{field}"):
         C4Config(**{field: value})  # type: ignore[arg-type]

@@ -175,7 +175,8 @@ def test_a_mover_the_game_does_not_have_is_named_with_the_movers_it_has(
     err = usage_error(capsys, [str(runs[0]), "--vs", vs])
     assert (
         err
-        == f"asp eval: --vs {vs}: not an opponent of tinychess; its movers: random, greedy, stockfish, uci, or a RUN"
+        == f"asp eval: --vs {vs}: not an opponent of tinychess; its movers: random, greedy, material2, stockfish, uci, "
+        "or a RUN"
     )
     assert usage_error(capsys, [str(runs[0]), "--vs", f"./{vs}"]).endswith(f"{vs}: no checkpoint there")  # a path
 

@@ -39,7 +39,7 @@ def one_line_error(result: subprocess.CompletedProcess[str] | tuple[int, str], t
 @pytest.fixture(scope="module")
 def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("c4")
-    options = ("--hidden", "32", "--tensorboard", "--run-dir", "run")
+    options = ("--hidden", "16", "--tensorboard", "--run-dir", "run")
     result = ok(asp("train", "--game", "connect4", *TINY, *options, cwd=where))
     (where / "stderr.txt").write_text(result.stderr)
     return where / "run"
@@ -48,9 +48,10 @@ def connect4_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     config = json.loads((connect4_run / "config.json").read_text())
-    assert config["game"] == "connect4" and config["iterations"] == 2 and config["network"] == {"hidden": 32}
-    model, _ = model_from_checkpoint(connect4_run)  # rebuilt of the run's shape: 32 wide, not the default 256
-    assert model.cfg == C4Config(hidden=32)
+    assert config["game"] == "connect4" and config["iterations"] == 2
+    assert config["network"] == {"tower": 4, "hidden": 16}
+    model, _ = model_from_checkpoint(connect4_run)  # rebuilt of the run's shape: 16 wide, not the default 32
+    assert model.cfg == C4Config(hidden=16, tower=4)
     state = load_checkpoint(connect4_run / "checkpoint.pt")
     assert state["format"] == GAME_FORMAT and state["config"]["game"] == "connect4" and state["next_iteration"] == 2
     lines = (connect4_run / "games" / "iter-0001.jsonl").read_text().splitlines()
@@ -59,7 +60,7 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     assert all(r["moves"] == [str(a + 1) for a in r["actions"]] for r in records)
     metrics = read_metrics(connect4_run)
     assert [m["iteration"] for m in metrics] == [0, 1]
-    assert {"eval/score", "eval_winblock/score", "loss/policy", "loss/value"} <= set(metrics[-1])
+    assert {"eval/score", "eval_winblock/score", "eval_lookahead/score", "loss/value"} <= set(metrics[-1])
     assert (connect4_run / "curves.png").read_bytes().startswith(b"\x89PNG")
     # --tensorboard: every metric of every line, at its iteration
     scalars = read_scalars(connect4_run / "tensorboard")
@@ -68,9 +69,10 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     assert scalars["ladder/v2"] == [(1, pytest.approx(metrics[-1]["ladder"]["v2"][0]))]
     # the line of an evaluated iteration scores every mover of the game, and says what it cost
     stderr = (connect4_run.parent / "stderr.txt").read_text()
-    assert re.search(r"^iteration 2/2: .*score vs random \d\.\d{3} .*, vs winblock \d\.\d{3}, vs v0 \d\.\d{3}; "
+    assert re.search(r"^iteration 2/2: .*score vs random \d\.\d{3} .*, vs winblock \d\.\d{3}, vs lookahead \d\.\d{3}, "
+                     r"vs v0 \d\.\d{3}; "
                      r"ladder v2 .*v0.*; evaluation \d+\.\ds$", stderr, re.M), stderr  # fmt: skip
-    assert set(metrics[-1]["ladder"]) == {"random", "winblock", "v0", "v2"}
+    assert set(metrics[-1]["ladder"]) == {"random", "winblock", "lookahead", "v0", "v2"}
 
 
 @pytest.mark.slow
@@ -100,8 +102,8 @@ def test_eval_play_show_and_moves_read_the_runs_game(
     one_line_error((main(["eval", f"{run}@5"]), capsys.readouterr().err), "keeps no version 5 (it keeps: 0, 2)")
     assert main(["eval", run, "--ladder"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith(f"ladder of {run}: Bradley-Terry over ") and len(table) == 5
-    assert {row.split()[0] for row in table[1:]} == {"random", "winblock", "v0", "v2"}
+    assert table[0].startswith(f"ladder of {run}: Bradley-Terry over ") and len(table) == 6
+    assert {row.split()[0] for row in table[1:]} == {"random", "winblock", "lookahead", "v0", "v2"}
     games = tmp_path / "games.jsonl"
     assert main(["play", "--checkpoint", run, "--games", "3", "--search", "2", "--out", str(games)]) == 0
     assert "played 3 games" in capsys.readouterr().out
@@ -171,7 +173,10 @@ def test_a_mistake_about_a_game_run_is_one_line(
 ) -> None:
     run = str(connect4_run)
     cases = [
-        (["eval", run, "--vs", "greedy"], "--vs greedy: not an opponent of connect4; its movers: random, winblock"),
+        (
+            ["eval", run, "--vs", "greedy"],
+            "--vs greedy: not an opponent of connect4; its movers: random, winblock, lookahead",
+        ),
         (
             ["eval", run, "--pgn", str(tmp_path / "x.pgn")],
             "--pgn applies to a game of chess only, not to a connect4 run",
@@ -266,14 +271,17 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
     from asp.app.game_run import GameRun
     from asp.app.run_config import GameRunConfig
 
-    for spec, width in (("connect4", 64), ("asp.tinychess.game:TinyChessGame", 32)):
+    for spec, width, network in (
+        ("connect4", 64, {"tower": 4, "hidden": 64}),  # its defaults: a tower, 32 wide
+        ("asp.tinychess.game:TinyChessGame", 32, {"hidden": 32}),
+    ):
         run, changes = train_config(_parser().parse_args(["train", "--game", spec, "--hidden", str(width)]))
         cfg = run.cfg
-        assert cfg.network == changes["network"] == {"hidden": width}
+        assert cfg.network == changes["network"] == network
         assert GameRunConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
         assert GameRun(cfg).new_model().cfg.hidden == width
     file = tmp_path / "run.json"
-    file.write_text(json.dumps({"game": "connect4", "network": {"blocks": 1, "channels": 8}}))
+    file.write_text(json.dumps({"game": "connect4", "network": {"tower": 0, "blocks": 1, "channels": 8}}))
     cfg = train_config(_parser().parse_args(["train", "--config", str(file), "--hidden", "16"]))[0].cfg
     assert GameRun(cfg).new_model().cfg == C4Config(hidden=16, blocks=1, channels=8)
     file.write_text(json.dumps({"game": "connect4", "network": {"width": 16}}))

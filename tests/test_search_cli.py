@@ -65,7 +65,7 @@ def test_asp_train_with_search_learns_its_targets_and_climbs_the_ladder(searched
     for line in lines:
         assert "train/target_entropy" in line and "train/ratio_mean" not in line  # search targets
         assert 0 < line["play/search_occupancy"] <= 1
-        assert {"eval/score", "eval_greedy/score"} <= set(line)  # both rungs at every evaluation
+        assert {"eval/score", "eval_greedy/score", "eval_material2/score"} <= set(line)  # every rung, every evaluation
     assert json.loads((searched_run / "config.json").read_text())["search"] == 4
 
 

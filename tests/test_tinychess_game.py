@@ -19,7 +19,7 @@ from asp.search import SearchConfig
 from asp.tinychess.features import encode_boards
 from asp.tinychess.game import ChessState, TinyChessGame, material_lead
 from asp.tinychess.moves import move_index
-from asp.tinychess.opponents import GreedyChessMover
+from asp.tinychess.opponents import GreedyChessMover, MaterialSearchMover
 
 GAME = TinyChessGame()
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"
@@ -164,9 +164,10 @@ def test_notation_errors_say_what_is_wrong() -> None:
     assert GAME.state_text(state) == MATE_IN_ONE and GAME.action_text(state, GAME.parse_action(state, "a1a8")) == "a1a8"
 
 
-def test_the_game_s_movers_are_the_random_and_the_greedy_mover() -> None:
+def test_the_game_s_movers_are_the_random_and_greedy_movers_and_the_material_searcher() -> None:
     known = movers(GAME)
-    assert list(known) == ["random", "greedy"] and isinstance(known["greedy"], GreedyChessMover)
+    assert list(known) == ["random", "greedy", "material2"] and isinstance(known["greedy"], GreedyChessMover)
+    assert isinstance(known["material2"], MaterialSearchMover)
     assert all(mover.opponent_name == name for name, mover in known.items())
 
 

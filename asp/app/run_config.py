@@ -65,7 +65,7 @@ def network_config(game: Any, fields: dict[str, Any]) -> Any:
 
     >>> from asp.connect4 import ConnectFour
     >>> network_config(ConnectFour(), {"hidden": 64})
-    C4Config(hidden=64, blocks=2, channels=16, tower=0, tower_channels=32)
+    C4Config(hidden=64, blocks=2, channels=16, tower=0)
     >>> network_config(ConnectFour(), {"width": 64})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     asp.errors.ConfigError: GameRunConfig.network: connect4's network has no field 'width'; its fields: hidden, ...
@@ -214,10 +214,22 @@ GAME_DEFAULTS: dict[str, dict[str, Any]] = {
             batch_size=1024, value_coef=0.5, outcome_gamma=0.95, heuristic_weight=0.05, heuristic_gamma=0.95
         ),
     },
+    "connect4": {
+        "iterations": 28,
+        "search": 32,
+        "fast_search": 8,
+        "full_search_share": 0.25,
+        "eval_every": 10,
+        "train": TrainConfig(replay=8, value_mix=0.5, merge_repeats=True, lr_final=2e-4),
+        "network": {"tower": 4, "hidden": 32},
+    },
 }
 """The settings a shipped game trains with where they differ from :class:`GameRunConfig`'s,
 by the game's name: a game of chess is longer, and its value learns the material (its
-heuristic) besides the result, discounted."""
+heuristic) besides the result, discounted; Connect Four trains a convolutional tower on full
+searches of a quarter of its moves (playout cap randomisation), its value on the search's
+value as well as the result, each repeated position once, at a falling learning rate.
+``benchmarks/bench_learning.py`` measures each of these against the run without it."""
 
 
 def defaults_for(spec: str, game: Any = None) -> GameRunConfig:

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from asp.connect4 import rules
+from asp.connect4.lookahead import LookaheadMover
 from asp.connect4.model import N_FEATURES, C4Config, C4Net
 from asp.connect4.rules import HEIGHT, WIDTH, Board
 from asp.games.movers import BaseMover
@@ -136,8 +137,10 @@ class ConnectFour:
         return [Symmetry("mirror", mirror_features, tuple(WIDTH - 1 - c for c in range(WIDTH)))]
 
     def movers(self) -> Mapping[str, Mover]:
-        """The win/block mover, besides the random mover every game has."""
-        return {"winblock": WinBlockMover()}
+        """The win/block mover and the lookahead mover
+        (:class:`~asp.connect4.lookahead.LookaheadMover`), the strongest, besides the random
+        mover every game has."""
+        return {"winblock": WinBlockMover(), "lookahead": LookaheadMover()}
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self)

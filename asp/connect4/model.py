@@ -78,24 +78,23 @@ class C4Config:
     """The shape of a :class:`C4Net`; the network is rebuilt from this alone."""
 
     hidden: int = 256
-    """Width of the residual trunk (8 to 4096)."""
+    """Width of the trunk (8 to 4096): of the residual MLP's layers, or, with a ``tower``, of
+    its convolutions (channels)."""
     blocks: int = 2
     """Residual blocks in the trunk, two linear layers each (0 to 32)."""
     channels: int = 16
     """Channels of the 4x4 convolution over the board that feeds the trunk (1 to 256): every
     four-in-a-row window of the board fits in its kernel."""
     tower: int = 0
-    """Residual blocks of 3x3 convolutions with global pooling, over the board, instead of
-    the 4x4 convolution and the linear trunk (0: none; 1 to 32)."""
-    tower_channels: int = 32
-    """Channels of the tower's convolutions (4 to 256)."""
+    """Residual blocks of 3x3 convolutions with global pooling over the board, ``hidden``
+    channels wide, instead of the 4x4 convolution and the MLP (0: none, the MLP; 1 to 32).
+    ``blocks`` and ``channels`` are the MLP's."""
 
     def __post_init__(self) -> None:
         check_int("C4Config.hidden", self.hidden, 8, 4096)
         check_int("C4Config.blocks", self.blocks, 0, 32)
         check_int("C4Config.channels", self.channels, 1, 256)
         check_int("C4Config.tower", self.tower, 0, 32)
-        check_int("C4Config.tower_channels", self.tower_channels, 4, 256)
 
 
 class PooledBlock(nn.Module):
@@ -124,7 +123,7 @@ class _Tower(nn.Module):
 
     def __init__(self, cfg: C4Config) -> None:
         super().__init__()
-        width = cfg.tower_channels
+        width = cfg.hidden
         self.stem = nn.Conv2d(N_PLANES + 1, width, 3, padding=1)
         self.blocks = nn.Sequential(*(PooledBlock(width) for _ in range(cfg.tower)))
         self.policy_conv = nn.Conv2d(width, 2, 1)

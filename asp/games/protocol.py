@@ -311,7 +311,7 @@ def movers(game: Game[Any]) -> dict[str, Mover]:
 
     >>> from asp.connect4 import ConnectFour
     >>> ConnectFour().movers().keys(), movers(ConnectFour()).keys()
-    (dict_keys(['winblock']), dict_keys(['random', 'winblock']))
+    (dict_keys(['winblock', 'lookahead']), dict_keys(['random', 'winblock', 'lookahead']))
     """
     from asp.games.movers import RandomMover  # here: asp.games.movers imports this module, through asp.games.checked
 

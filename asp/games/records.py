@@ -59,7 +59,10 @@ class Samples:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Samples):
             return NotImplemented
-        return all(np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(Samples))
+        return all(
+            np.array_equal(getattr(self, f.name), getattr(other, f.name), equal_nan=True)  # values: NaN unsearched
+            for f in dataclasses.fields(Samples)
+        )
 
 
 @dataclass

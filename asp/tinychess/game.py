@@ -44,7 +44,7 @@ from asp.tinychess.mates import mates_in_one
 from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS
-from asp.tinychess.opponents import GreedyChessMover
+from asp.tinychess.opponents import GreedyChessMover, MaterialSearchMover
 from asp.tinychess.pgn import to_pgn
 
 __all__ = ["ChessState", "TinyChessGame", "material_lead"]
@@ -282,8 +282,9 @@ class TinyChessGame:
         return str(state.board)
 
     def movers(self) -> Mapping[str, Mover]:
-        """The material-greedy mover, besides the random mover every game has."""
-        return {"greedy": GreedyChessMover()}
+        """The one-ply material-greedy mover and the two-ply material searcher
+        (:mod:`asp.tinychess.opponents`), the strongest, besides the random mover every game has."""
+        return {"greedy": GreedyChessMover(), "material2": MaterialSearchMover()}
 
     def engine(self, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
         """A UCI engine (Stockfish) as this game's outside opponent: the

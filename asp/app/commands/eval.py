@@ -34,7 +34,8 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         default="random",
         metavar="random|greedy|stockfish|uci|MOVER|RUN2",
         help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
-        "any UCI engine (--engine PATH), a mover of the run's game (Connect Four: winblock), or another "
+        "any UCI engine (--engine PATH), a mover of the run's game (TinyChess: material2; Connect Four: winblock, "
+        "lookahead), or another "
         "checkpoint file or run directory, or RUN@VERSION, a version the run keeps (./random for a directory of that "
         "name)",
     )
@@ -54,6 +55,23 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         default=1,
         help="worker processes, each with its own engine (default 1: play in this process)",
     )
+    _add_engine_options(ev)
+    ev.add_argument(
+        "--from-start",
+        action="store_true",
+        help="start every game from the initial position (no openings, no random plies)",
+    )
+    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file (a game of chess)")
+    ev.add_argument(
+        "--ladder",
+        action="store_true",
+        help="print the run's rating ladder instead (its evaluated versions and the movers on one Elo scale, "
+        "from every evaluation game)",
+    )
+
+
+def _add_engine_options(ev: argparse.ArgumentParser) -> None:
+    """``asp eval``'s options of an engine opponent."""
     ev.add_argument(
         "--skill",
         type=int,
@@ -74,18 +92,6 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         "--engine",
         metavar="PATH",
         help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games); --vs uci: required",
-    )
-    ev.add_argument(
-        "--from-start",
-        action="store_true",
-        help="start every game from the initial position (no openings, no random plies)",
-    )
-    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file (a game of chess)")
-    ev.add_argument(
-        "--ladder",
-        action="store_true",
-        help="print the run's rating ladder instead (its evaluated versions and the movers on one Elo scale, "
-        "from every evaluation game)",
     )
 
 

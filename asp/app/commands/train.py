@@ -45,11 +45,13 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
         "or object; the current directory is importable)",
     )
-    train.add_argument("--iterations", type=int, help="iterations to train (default 20)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 20; Connect Four: 28)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
-    train.add_argument("--eval-every", type=int, help="evaluate every N iterations (default 10; other games: 4)")
+    train.add_argument(
+        "--eval-every", type=int, help="evaluate every N iterations (default 10; Connect Four: 10; other games: 4)"
+    )
     train.add_argument(
         "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
     )
@@ -57,23 +59,6 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "--eval-precision",
         type=float,
         help="an evaluation stops once its score is known to +- this (95%%; default 0.1; 0: play every game)",
-    )
-    train.add_argument(
-        "--eval-vs",
-        choices=("random", "stockfish"),
-        default="random",
-        help="opponents of every evaluation: the game's movers (TinyChess: the random and the one-ply greedy "
-        "mover; default), or Stockfish as well",
-    )
-    train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
-    train.add_argument(
-        "--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100, none with --eval-depth)"
-    )
-    train.add_argument(
-        "--eval-depth", type=int, help="--eval-vs stockfish: plies per move, UCI go depth (default: none)"
-    )
-    train.add_argument(
-        "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
     )
     train.add_argument("--sequential", action="store_true", help="do not overlap play and training")
     train.add_argument(
@@ -86,7 +71,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "--search",
         type=int,
         help="simulations of the model's search per move, trained on its improved policy "
-        "(1-10000; default 8; other games: 16)",
+        "(1-10000; default 8; Connect Four: 32, on a quarter of its moves; other games: 16)",
     )
     train.add_argument(
         "--eval-search",
@@ -98,10 +83,33 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--hidden",
         type=int,
-        help="width of the network's trunk (default: the game's; 256 for TinyChess and Connect Four)",
+        help="width of the network's trunk (default: the game's; 256 for TinyChess, 32 for Connect Four's "
+        "convolutions)",
     )
+    _add_engine_options(train)
     _add_file_options(train)
     _add_machine_options(train)
+
+
+def _add_engine_options(train: argparse.ArgumentParser) -> None:
+    """``asp train``'s options of an engine that the evaluations also play."""
+    train.add_argument(
+        "--eval-vs",
+        choices=("random", "stockfish"),
+        default="random",
+        help="opponents of every evaluation: the game's movers (TinyChess: random, greedy and material2; "
+        "default), or Stockfish as well",
+    )
+    train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
+    train.add_argument(
+        "--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100, none with --eval-depth)"
+    )
+    train.add_argument(
+        "--eval-depth", type=int, help="--eval-vs stockfish: plies per move, UCI go depth (default: none)"
+    )
+    train.add_argument(
+        "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
+    )
 
 
 def _add_file_options(train: argparse.ArgumentParser) -> None:
