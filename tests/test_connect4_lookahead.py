@@ -42,4 +42,3 @@ def test_the_lookahead_mover_beats_the_win_block_mover() -> None:
     cfg = PlayConfig(GAME, n_games=20, random_plies=2, samples=False)
     records, stats = play_games(LookaheadMover(), WinBlockMover(), cfg)
     assert len(records) == 20 and stats["score"] >= 0.8
-
