@@ -243,8 +243,10 @@ def made_at(run: Path) -> dict[int, float]:
     return at
 
 
-async def score_run(run: Path, game: str, curves: bool, eval_search: int | None) -> list[dict[str, Any]]:
-    sticks = yardsticks(game)
+async def score_run(
+    run: Path, game: str, curves: bool, eval_search: int | None, only: list[str] | None = None
+) -> list[dict[str, Any]]:
+    sticks = [s for s in yardsticks(game) if only is None or s.name in only]
     at = made_at(run)
     versions = kept_versions(run)
     points = []
@@ -314,6 +316,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting over the config")
     parser.add_argument("--label", default="default", help="the settings' name in the output")
     parser.add_argument("--no-curves", action="store_true", help="score the last version only")
+    parser.add_argument("--only", nargs="+", metavar="YARDSTICK", help="score on these yardsticks only")
     parser.add_argument("--eval-search", type=int, help="score with this many simulations (default: the run's)")
     parser.add_argument("--keep", type=Path, help="keep the run directories here")
     parser.add_argument("--score", type=Path, nargs="+", help="score these run directories instead of training")
@@ -337,7 +340,9 @@ def main() -> None:
         # The machine's speed drifts (a shared host): its rate before and after the run, averaged
         rates = [rate, calibrate()] if seed is not None else [rate]
         rate = rates[-1]
-        points = asyncio.run(score_run(run, args.game, curves=not args.no_curves, eval_search=args.eval_search))
+        points = asyncio.run(
+            score_run(run, args.game, curves=not args.no_curves, eval_search=args.eval_search, only=args.only)
+        )
         result = {"seed": seed, "run": str(run), "wall_s": round(wall, 1), "rates": [round(r) for r in rates],
                   "wall_plies": round(wall * statistics.fmean(rates)), "points": points}  # fmt: skip
         print(json.dumps(result), flush=True)

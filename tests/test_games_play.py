@@ -284,3 +284,12 @@ async def test_worker_processes_play_the_games_this_process_plays() -> None:
     assert [r.actions for r in there] == [r.actions for r in here]
     assert [r.result for r in there] == [r.result for r in here]
     assert stats["games"] == 16 and {r.opponent_name for r in there} == {"winblock"}
+
+
+def test_varied_random_plies_give_each_pair_of_games_its_own_count_up_to_the_most() -> None:
+    cfg = PlayConfig(GAME, n_games=40, seed=4, random_plies=3, vary_random_plies=True, max_plies=2, samples=False)
+    records, _ = play_games(fresh_net(), None, cfg)
+    counts = [len(GAME.parse_state(r.start).moves) for r in records]
+    assert counts[0::2] == counts[1::2]  # a pair shares its start
+    assert set(counts) == {0, 1, 2, 3}
+    assert all(len(r.actions) == 2 for r in records)  # the random plies are not the record's

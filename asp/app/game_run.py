@@ -97,6 +97,8 @@ class GameRun:
             fast_search=self.search_cfg(sampling=True, simulations=cfg.fast_search) if cfg.fast_search else None,
             full_search_share=cfg.full_search_share if cfg.fast_search else 1.0,
             sample_plies=cfg.sample_plies,
+            random_plies=cfg.random_plies,
+            vary_random_plies=True,
         )
 
     def eval_cfg(self, version: int, *, games: int | None = None, seed: int = 0) -> PlayConfig:

@@ -130,6 +130,10 @@ class GameRunConfig:
     """Plies at the start of each self-play game whose move is drawn from the search's
     improved policy rather than chosen by it: varied openings (0 to 100000; see
     :attr:`asp.games.PlayConfig.sample_plies`)."""
+    random_plies: int = 0
+    """The most plies at the start of a self-play game played uniformly at random (each pair
+    of games draws from 0 to this many; they are no samples): the model learns positions that
+    its own openings never reach (0 to 1000; see :attr:`asp.games.PlayConfig.vary_random_plies`)."""
     eval_search: int = 64
     """Simulations of the model's search when it plays to win: evaluations during training,
     ``asp eval``, ``asp moves`` (0 to 10000: 0 plays the policy alone)."""
@@ -165,6 +169,7 @@ class GameRunConfig:
             ("search_considered", 1, 1024),
             ("fast_search", 0, 10_000),
             ("sample_plies", 0, 100_000),
+            ("random_plies", 0, 1000),
             ("eval_search", 0, 10_000),
             ("eval_every", 1, 10**6),
             ("eval_games", 2, 10**6),

@@ -95,6 +95,10 @@ class PlayConfig:
     that games ``2k`` and ``2k + 1`` share: against an opponent, each such start is played
     once with each colour. Varied starts for deterministic players (an evaluation between
     two checkpoints); the record starts after them, and they are no samples."""
+    vary_random_plies: bool = False
+    """Each pair of games plays a number of random plies drawn from 0 to ``random_plies``
+    (from the same stream) instead of ``random_plies``: self-play that also learns the
+    positions its own openings never reach, and the openings themselves."""
     model_version: int = 0
     """Version of the model's weights, copied into every record (0 to 2**63 - 1)."""
     opponent_version: int = 0
@@ -149,6 +153,7 @@ class PlayConfig:
         check_int("PlayConfig.sample_plies", self.sample_plies, 0, 100_000)
         check_bool("PlayConfig.samples", self.samples)
         check_bool("PlayConfig.take_wins", self.take_wins)
+        check_bool("PlayConfig.vary_random_plies", self.vary_random_plies)
         for name in ("search", "opponent_search", "fast_search"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), SearchConfig):
                 raise ConfigError(f"PlayConfig.{name} must be a SearchConfig or None, got {getattr(self, name)!r}")
@@ -193,7 +198,8 @@ class _Game(Generic[State]):
         self.start = cfg.openings[game_id % len(cfg.openings)] if cfg.openings else ""
         self.state: State = game.parse_state(self.start) if self.start else game.start()
         opening = random.Random(f"asp:{cfg.seed}:opening:{game_id // 2}")
-        for _ in range(cfg.random_plies):
+        plies = opening.randrange(cfg.random_plies + 1) if cfg.vary_random_plies else cfg.random_plies
+        for _ in range(plies):
             if outcome(game, self.state) is not None:
                 break
             actions = legal_actions(game, self.state)
