@@ -220,20 +220,17 @@ GAME_DEFAULTS: dict[str, dict[str, Any]] = {
         ),
     },
     "connect4": {
-        "iterations": 28,
-        "search": 32,
-        "fast_search": 8,
-        "full_search_share": 0.25,
+        "iterations": 24,
         "eval_every": 10,
-        "train": TrainConfig(replay=8, value_mix=0.5, merge_repeats=True, lr_final=2e-4),
+        "train": TrainConfig(value_mix=0.5, merge_repeats=True, lr_final=2e-4),
         "network": {"tower": 4, "hidden": 32},
     },
 }
 """The settings a shipped game trains with where they differ from :class:`GameRunConfig`'s,
 by the game's name: a game of chess is longer, and its value learns the material (its
-heuristic) besides the result, discounted; Connect Four trains a convolutional tower on full
-searches of a quarter of its moves (playout cap randomisation), its value on the search's
-value as well as the result, each repeated position once, at a falling learning rate.
+heuristic) besides the result, discounted; Connect Four trains a convolutional tower, its value
+on the search's value as well as the result, each repeated position once, at a falling
+learning rate.
 ``benchmarks/bench_learning.py`` measures each of these against the run without it."""
 
 

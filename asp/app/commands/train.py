@@ -45,7 +45,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
         "or object; the current directory is importable)",
     )
-    train.add_argument("--iterations", type=int, help="iterations to train (default 20; Connect Four: 28)")
+    train.add_argument("--iterations", type=int, help="iterations to train (default 20; Connect Four: 24)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
@@ -71,7 +71,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "--search",
         type=int,
         help="simulations of the model's search per move, trained on its improved policy "
-        "(1-10000; default 8; Connect Four: 32, on a quarter of its moves; other games: 16)",
+        "(1-10000; default 8; other games: 16)",
     )
     train.add_argument(
         "--eval-search",
