@@ -82,7 +82,7 @@ def test_samples_hold_every_ply_of_the_model_with_a_policy_target_over_its_legal
 
 def test_playout_cap_randomisation_keeps_only_the_moves_of_full_searches() -> None:
     full, quick = SearchConfig(8, 7), SearchConfig(1, 1)
-    cfg = PlayConfig(GAME, n_games=24, seed=5, search=full, fast_search=quick, full_search_share=0.25)
+    cfg = PlayConfig(GAME, n_games=12, seed=5, search=full, fast_search=quick, full_search_share=0.25, max_plies=16)
     records, stats = play_games(fresh_net(), None, cfg)
     plies = sum(len(r.actions) for r in records)
     kept = sum(len(r.samples.plies) for r in records if r.samples is not None)
@@ -100,7 +100,7 @@ def test_playout_cap_randomisation_keeps_only_the_moves_of_full_searches() -> No
 
 
 def test_the_first_sample_plies_are_drawn_from_the_improved_policy() -> None:
-    cfg = PlayConfig(GAME, n_games=16, seed=2, search=SearchConfig(8, 7), max_plies=6)
+    cfg = PlayConfig(GAME, n_games=12, seed=2, search=SearchConfig(8, 7), max_plies=4)
     chosen, _ = play_games(fresh_net(), None, cfg)
     drawn, _ = play_games(fresh_net(), None, dataclasses.replace(cfg, sample_plies=4))
     # an untrained network's search chooses alike in most games; draws from its policy vary

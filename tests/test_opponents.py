@@ -91,6 +91,7 @@ def test_the_material_searcher_sees_the_reply_the_greedy_mover_does_not(fen: str
     assert searcher_move(fen) != greedy
 
 
+@pytest.mark.slow  # six whole games of a two-ply search: seconds
 def test_the_material_searcher_beats_the_greedy_mover() -> None:
     openings = tuple(fen for fen in GAME.openings()[:3] for _ in range(2))
     cfg = PlayConfig(GAME, n_games=6, max_plies=120, openings=openings, samples=False)
