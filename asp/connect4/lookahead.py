@@ -21,7 +21,16 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from asp.connect4.rules import _BOTTOM, _BOTTOMS, _FULL, Board, _winning_cells, legal_columns
+from asp.connect4.rules import (
+    _BOTTOM,
+    _BOTTOMS,
+    _CENTRE_FIRST,
+    _COLUMN_CELLS,
+    _FULL,
+    Board,
+    _winning_cells,
+    legal_columns,
+)
 from asp.games.movers import BaseMover
 
 __all__ = ["DEPTH", "LookaheadMover"]
@@ -30,8 +39,6 @@ DEPTH = 4
 """Plies the lookahead mover searches: its own move, the reply, its next move and the reply."""
 
 _WIN = 1000
-_CENTRE_FIRST = (3, 2, 4, 1, 5, 0, 6)
-_COLUMN_CELLS = tuple(((1 << 6) - 1) << (7 * c) for c in range(7))
 
 
 class LookaheadMover(BaseMover):

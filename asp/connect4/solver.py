@@ -16,7 +16,17 @@ stones, as random play reaches them; the empty board and early openings are out 
 
 from __future__ import annotations
 
-from asp.connect4.rules import _BOTTOM, _BOTTOMS, _FULL, Board, _winning_cells, is_over, legal_columns
+from asp.connect4.rules import (
+    _BOTTOM,
+    _BOTTOMS,
+    _CENTRE_FIRST,
+    _COLUMN_CELLS,
+    _FULL,
+    Board,
+    _winning_cells,
+    is_over,
+    legal_columns,
+)
 
 __all__ = ["move_results", "solve"]
 
@@ -25,8 +35,6 @@ _WIN, _DRAW, _LOSS = 1, 0, -1
 _TABLE_ENTRIES = 1 << 20
 """The transposition table is cleared when it grows past this many positions (about 80 MiB)."""
 
-_COLUMN_CELLS = tuple(((1 << 6) - 1) << (7 * c) for c in range(7))
-_CENTRE_FIRST = (3, 2, 4, 1, 5, 0, 6)
 _LAST_PLIES = 40  # with two cells left and no immediate win for either side, the game is a draw
 
 
