@@ -62,8 +62,10 @@ import torch
 from torch import nn
 
 from asp import SelfPlay
+from asp.app.config_file import config_text
 from asp.app.evaluation.elo import match_result_of
 from asp.app.game_run import GameRun
+from asp.app.run import RunDir
 from asp.app.run.checkpoint import kept_versions, run_from_checkpoint, version_path
 from asp.connect4.rules import Board, from_columns, winning_columns
 from asp.games import PlayConfig
@@ -214,14 +216,8 @@ def settings_file(game: str, config: Path | None, sets: list[str], where: Path) 
             table = table.setdefault(part, {})
         table[name] = tomllib.loads(f"v = {value}")["v"]
     data["game"] = game
-    where.write_text(_toml(data))
+    where.write_text(config_text(data))
     return where
-
-
-def _toml(data: dict[str, Any]) -> str:
-    plain = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    tables = [f"\n[{k}]\n" + _toml(v) for k, v in data.items() if isinstance(v, dict)]
-    return "\n".join(plain) + "\n" + "".join(tables)
 
 
 def train(settings: Path, seed: int, run: Path) -> float:
@@ -234,9 +230,8 @@ def train(settings: Path, seed: int, run: Path) -> float:
 
 def made_at(run: Path) -> dict[int, float]:
     """The wall seconds of training at which each kept version was made."""
-    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     elapsed, at = 0.0, {0: 0.0}
-    for line in lines:
+    for line in RunDir(run).read_metrics():
         elapsed += line["time/wall"]
         if "eval/version" in line:
             at[line["eval/version"]] = elapsed
