@@ -142,7 +142,7 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (["train", "--game", "chess"], "--game 'chess': not a game: tinychess, connect4, or MODULE:ATTR"),
+        (["train", "--game", "chess"], "--game 'chess': not a game: tinychess, connect4, openspiel:NAME, or MODULE:ATTR"),
         (["train", "--game", "nosuchmodule:Game"], "--game 'nosuchmodule:Game': cannot import nosuchmodule"),
         (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
         (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),

@@ -6,7 +6,7 @@
 * the game protocol, ``asp.games`` (the protocol, and the play loop, trainer and movers every
   game shares): of asp it may import only itself, the search, ``asp.progress`` (the heartbeat
   and ``more_games``), ``asp.errors`` and ``asp.checks``; it knows no particular game;
-* a game, ``asp.tinychess`` or ``asp.connect4`` (rules, encoding, model, opponents...): of asp
+* a game, ``asp.tinychess``, ``asp.connect4`` or ``asp.openspiel`` (rules, encoding, model, opponents...): of asp
   it may import only itself, the game protocol and what the protocol may import; no game
   imports another;
 * the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
@@ -30,7 +30,7 @@ import asp
 ROOT = Path(asp.__file__).parent
 SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors", "asp.checks")
 PROTOCOL_MAY_IMPORT = ("asp.games", *SEARCH_MAY_IMPORT)
-GAMES = ("asp.tinychess", "asp.connect4")
+GAMES = ("asp.tinychess", "asp.connect4", "asp.openspiel")
 """The games asp ships: each a package of its own."""
 
 

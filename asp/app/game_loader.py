@@ -7,10 +7,10 @@ for it on the command line (``--trust-game``, or ``--game`` naming it):
 
 >>> load_game("connect4").name
 'connect4'
->>> load_game("chess")
+>>> load_game("chess")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-asp.errors.ConfigError: --game 'chess': not a game: tinychess, connect4, or MODULE:ATTR (a Game class or object)
+asp.errors.ConfigError: --game 'chess': not a game: tinychess, connect4, openspiel:NAME, or MODULE:ATTR (a Game ...)
 """
 
 from __future__ import annotations
@@ -22,13 +22,16 @@ from typing import Any
 
 from asp.errors import ConfigError
 
-__all__ = ["GAMES", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
+__all__ = ["GAMES", "OPENSPIEL", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
 
 TINYCHESS = "tinychess"
 """The default game: chess, with TinyChess's network (:class:`~asp.tinychess.game.TinyChessGame`)."""
 
 GAMES = {TINYCHESS: "asp.tinychess.game:TinyChessGame", "connect4": "asp.connect4:ConnectFour"}
 """The shipped games, by name: where their :class:`~asp.games.Game` is."""
+OPENSPIEL = "openspiel:"
+"""The prefix of OpenSpiel's games (:mod:`asp.openspiel`): ``openspiel:NAME``, or
+``openspiel:NAME(key=value,...)`` in OpenSpiel's own syntax. asp's code: no trust asked."""
 
 TRUST_HINT = "--trust-game"
 """The option of every command that lets a file it reads name a game outside asp."""
@@ -61,7 +64,7 @@ def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:
     """
     if not isinstance(spec, str) or not spec:
         raise ConfigError(f"{where}: its game must be a game's name or MODULE:ATTR, got {spec!r}")
-    if ":" in spec and spec not in (*GAMES, *GAMES.values()) and not trusted:
+    if ":" in spec and spec not in (*GAMES, *GAMES.values()) and not spec.startswith(OPENSPIEL) and not trusted:
         raise ConfigError(
             f"{where}: names the game {spec!r}, a module outside asp, which asp imports only when asked: "
             f"add {TRUST_HINT} if you trust the file"
@@ -69,7 +72,8 @@ def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:
 
 
 def load_game(spec: str, *, option: str = "--game") -> Any:
-    """The game ``spec`` names: a shipped game's name (:data:`GAMES`), or ``MODULE:ATTR``, a
+    """The game ``spec`` names: a shipped game's name (:data:`GAMES`), an OpenSpiel game
+    (``openspiel:NAME``, :data:`OPENSPIEL`), or ``MODULE:ATTR``, a
     :class:`~asp.games.Game` class (made with no argument) or object in an importable module
     (the current directory counts, as for ``python -m``). ``MODULE:ATTR`` runs that module's
     code: a spec that a file names passes :func:`check_named_game` first.
@@ -77,10 +81,17 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
     :raises ConfigError: one line, naming ``option``: no such game, module or attribute, a
         module whose import fails, or not a game (it names the first method missing).
     """
+    if isinstance(spec, str) and spec.startswith(OPENSPIEL):
+        from asp.openspiel.game import OpenSpielGame, game_string_of
+
+        try:
+            return OpenSpielGame(game_string_of(spec))
+        except ConfigError as e:
+            raise ConfigError(str(e).replace("--game", option, 1)) from None
     where = GAMES.get(spec, spec)
     module_name, colon, attr = where.partition(":")
     if not colon or not module_name or not attr:
-        raise ConfigError(f"{option} {spec!r}: not a game: {', '.join(GAMES)}, or MODULE:ATTR "
+        raise ConfigError(f"{option} {spec!r}: not a game: {', '.join(GAMES)}, {OPENSPIEL}NAME, or MODULE:ATTR "
                           "(a Game class or object)")  # fmt: skip
     if spec not in GAMES and os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # spawn workers inherit sys.path: they find the module too

@@ -24,7 +24,7 @@ from torch import nn
 
 from asp.checks import check_int
 from asp.connect4.rules import HEIGHT, WIDTH
-from asp.games.nets import ResidualBlock
+from asp.games.nets import PooledBlock, ResidualBlock
 
 __all__ = ["N_FEATURES", "N_PLANES", "C4Config", "C4Net", "planes_of"]
 
@@ -95,27 +95,6 @@ class C4Config:
         check_int("C4Config.blocks", self.blocks, 0, 32)
         check_int("C4Config.channels", self.channels, 1, 256)
         check_int("C4Config.tower", self.tower, 0, 32)
-
-
-class PooledBlock(nn.Module):
-    """A residual block of two 3x3 convolutions over the board, the first one's output biased
-    by a linear map of its channels' means and maxima over the board (global pooling, as
-    KataGo's: every cell sees what happens anywhere on the board). Its last convolution starts
-    at zero, so a new block passes its input through."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
-        self.pool = nn.Linear(2 * channels, channels)
-        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
-        nn.init.zeros_(self.conv2.weight)
-        nn.init.zeros_(self.conv2.bias)  # type: ignore[arg-type]  # (bias=True: a tensor)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = torch.relu(self.conv1(x))
-        pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
-        h = torch.relu(h + self.pool(pooled)[:, :, None, None])
-        return torch.relu(x + self.conv2(h))
 
 
 class _Tower(nn.Module):

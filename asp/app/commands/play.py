@@ -26,7 +26,9 @@ def add_arguments(play: argparse.ArgumentParser) -> None:
     """``asp play``'s options."""
     play.add_argument("--checkpoint", help="checkpoint file or run directory (default: a fresh model)")
     play.add_argument(
-        "--game", help="the game of a fresh model: tinychess (default), connect4 or MODULE:ATTR (a checkpoint: its own)"
+        "--game",
+        help="the game of a fresh model: tinychess (default), connect4, openspiel:NAME or MODULE:ATTR "
+        "(a checkpoint: its own)",
     )
     play.add_argument("--games", type=int, default=64, help="games to play (default 64)")
     play.add_argument("--max-plies", type=int, help="ply cap (default: the run's; TinyChess 200)")

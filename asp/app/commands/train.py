@@ -42,8 +42,9 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
     """``asp train``'s options."""
     train.add_argument(
         "--game",
-        help="the game: tinychess (default), connect4, or MODULE:ATTR, a game of your own (an asp.games.Game class "
-        "or object; the current directory is importable)",
+        help="the game: tinychess (default), connect4, openspiel:NAME (one of OpenSpiel's board games, "
+        "parameters as OpenSpiel writes them: 'openspiel:hex(board_size=7)'), or MODULE:ATTR, a game of your own "
+        "(an asp.games.Game class or object; the current directory is importable)",
     )
     train.add_argument("--iterations", type=int, help="iterations to train (default 20; Connect Four: 24)")
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")

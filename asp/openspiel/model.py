@@ -1,0 +1,84 @@
+"""The network of an OpenSpiel game: shaped by the game's observation tensor.
+
+Where the observation is planes over a board (``(channels, rows, columns)``: most board
+games), a tower of residual 3x3 convolutions with global pooling over the board
+(:class:`~asp.games.nets.PooledBlock`); where it is flat (mancala, oware, nim), a residual
+MLP. Both end in a policy over the game's actions and a value in [-1, 1] for the side to move.
+
+>>> import torch
+>>> net = SpielNet(SpielNetConfig(planes=(5, 3, 3), features=45, actions=10))
+>>> logits, value = net(torch.zeros(2, 45))
+>>> logits.shape, value.shape
+(torch.Size([2, 10]), torch.Size([2]))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from asp.checks import check_int
+from asp.errors import ConfigError
+from asp.games.nets import PooledBlock, ResidualBlock
+
+__all__ = ["SpielNet", "SpielNetConfig"]
+
+
+@dataclass(frozen=True)
+class SpielNetConfig:
+    """The shape of a :class:`SpielNet`; the network is rebuilt from this alone. The game
+    sets ``planes``, ``features`` and ``actions``; a run sets the others (``[network]``)."""
+
+    planes: tuple[int, int, int] | None
+    """``(channels, rows, columns)`` of the input, None where it is flat."""
+    features: int
+    """Numbers of an input row (the channels times the board, where it is planes)."""
+    actions: int
+    """Width of the policy row: the game's ``action_size``."""
+    hidden: int = 32
+    """Channels of the convolutions, or width of the MLP (8 to 4096)."""
+    tower: int = 4
+    """Residual blocks (1 to 32): of convolutions over planes, of two linear layers otherwise."""
+
+    def __post_init__(self) -> None:
+        check_int("SpielNetConfig.features", self.features, 1, 10**7)
+        check_int("SpielNetConfig.actions", self.actions, 1, 10**7)
+        check_int("SpielNetConfig.hidden", self.hidden, 8, 4096)
+        check_int("SpielNetConfig.tower", self.tower, 1, 32)
+        if self.planes is not None:
+            channels, rows, columns = self.planes
+            if channels * rows * columns != self.features:
+                raise ConfigError(f"SpielNetConfig.planes {self.planes} do not hold its {self.features} features")
+
+
+class SpielNet(nn.Module):
+    """Policy logits over the game's actions and a value in [-1, 1] for the side to move."""
+
+    def __init__(self, cfg: SpielNetConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        width = cfg.hidden
+        if cfg.planes is None:
+            self.stem: nn.Module = nn.Linear(cfg.features, width)
+            self.trunk = nn.Sequential(*(ResidualBlock(width) for _ in range(cfg.tower)))
+            self.policy: nn.Module = nn.Linear(width, cfg.actions)
+            self.value = nn.Sequential(nn.Linear(width, 64), nn.ReLU(), nn.Linear(64, 1))
+            return
+        channels, rows, columns = cfg.planes
+        self.stem = nn.Conv2d(channels, width, 3, padding=1)
+        self.trunk = nn.Sequential(*(PooledBlock(width) for _ in range(cfg.tower)))
+        self.policy_conv = nn.Conv2d(width, 2, 1)
+        self.policy = nn.Linear(2 * rows * columns, cfg.actions)
+        self.value = nn.Sequential(nn.Linear(2 * width, 64), nn.ReLU(), nn.Linear(64, 1))
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits, value)`` of shapes ``(B, actions)`` and ``(B,)``."""
+        if self.cfg.planes is None:
+            h = self.trunk(torch.relu(self.stem(features)))
+            return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
+        h = self.trunk(torch.relu(self.stem(features.reshape(-1, *self.cfg.planes))))
+        logits = self.policy(torch.relu(self.policy_conv(h)).flatten(1))
+        pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
+        return logits, torch.tanh(self.value(pooled)).squeeze(-1)

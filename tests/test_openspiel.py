@@ -1,0 +1,190 @@
+"""OpenSpiel's games through asp's game protocol (asp.openspiel), side by side with pyspiel
+itself: the same legal actions, outcomes and returns at every ply of random games; the
+forced pass of games where a player moves twice; the kinds of game refused; the notation;
+OpenSpiel's MCTS as a mover; and ``asp train --game openspiel:NAME`` with its other commands."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import random
+from pathlib import Path
+
+import pytest
+from helpers import asp, ok
+
+from asp.app.game_loader import check_named_game, is_game, load_game
+from asp.errors import ConfigError
+from asp.games.protocol import movers
+from asp.openspiel import MCTSConfig, MCTSMover, OpenSpielGame
+
+pyspiel = pytest.importorskip("pyspiel")
+
+SIDE_BY_SIDE = {
+    "tic_tac_toe": 6,
+    "connect_four": 4,
+    "breakthrough(rows=5,columns=5)": 4,
+    "othello": 2,
+    "hex(board_size=5)": 4,
+    "clobber": 4,
+    "checkers": 2,
+    "dots_and_boxes": 6,
+    "mancala": 3,
+    "oware": 2,
+    "go(board_size=5)": 2,
+    "pentago": 2,
+    "havannah(board_size=4)": 2,
+    "nim": 6,
+}
+"""Games played side by side, and how many random games each: checkers, dots-and-boxes and
+mancala give a player two moves in a row (asp's forced pass)."""
+
+
+def play_side_by_side(name: str, seed: int) -> int:
+    """A random game through the adapter and through pyspiel at once, compared at every ply;
+    the forced passes it took."""
+    game = OpenSpielGame(name)
+    rng = random.Random(seed)
+    spiel = pyspiel.load_game(name).new_initial_state()
+    state = game.start()
+    passes = 0
+    while True:
+        if state.must_pass:
+            assert game.actions(state) == [game.pass_action] and game.outcome(state) is None
+            assert game.to_move(state) != spiel.current_player()
+            state = game.apply(state, game.pass_action)
+            passes += 1
+            continue
+        assert game.parse_state(game.state_text(state)) == state
+        if spiel.is_terminal():
+            assert game.outcome(state) == spiel.returns()[game.to_move(state)]
+            assert sum(spiel.returns()) == 0
+            return passes
+        assert game.to_move(state) == spiel.current_player() and game.outcome(state) is None
+        assert game.actions(state) == spiel.legal_actions()
+        action = rng.choice(spiel.legal_actions())
+        before = game.state_text(state)
+        spiel.apply_action(action)
+        state2 = game.apply(state, action)
+        assert game.state_text(state) == before  # apply made a new state
+        state = state2
+
+
+@pytest.mark.parametrize("name", SIDE_BY_SIDE)
+def test_random_games_agree_with_pyspiel_at_every_ply(name: str) -> None:
+    passes = sum(play_side_by_side(name, seed) for seed in range(SIDE_BY_SIDE[name]))
+    assert (passes > 0) == (name in ("checkers", "dots_and_boxes", "mancala"))
+
+
+def test_a_game_of_asp_by_the_protocol_with_a_network_of_its_shape() -> None:
+    for name, planes in (("connect_four", (5, 6, 7)), ("oware", None)):
+        game = OpenSpielGame(name)
+        assert is_game(game)
+        rows = game.encode([game.start(), game.apply(game.start(), 0)])
+        net = game.network()
+        assert net.cfg.planes == planes and rows.shape == (2, net.cfg.features)
+        logits, value = net(rows)
+        assert logits.shape == (2, game.action_size) and value.shape == (2,)
+        assert rows[0, game.features - 1] == 0 and rows[1, net.cfg.features // 2 :].abs().sum() > 0
+        assert type(net)(net.cfg).cfg == net.cfg  # rebuilt in a worker from its cfg
+    again = pickle.loads(pickle.dumps(OpenSpielGame("hex(board_size=5)")))
+    assert again.name == "openspiel:hex(board_size=5)" and again.action_size == 26
+
+
+def test_the_side_to_move_is_in_the_encoding() -> None:
+    game = OpenSpielGame("tic_tac_toe")
+    first, second = game.encode([game.start(), game.parse_state("4")])
+    area = 9
+    assert first[-2 * area :].sum() == 0
+    assert second[-2 * area : -area].tolist() == [1.0] * area and second[-area:].sum() == 0
+
+
+def test_the_forced_pass_in_notation_and_encoding() -> None:
+    game = OpenSpielGame("dots_and_boxes")
+    # 0 and 6 close no box; 3 (the left edge) ... play until a player moves twice
+    state, rng = game.start(), random.Random(0)
+    while not state.must_pass:
+        state = game.apply(state, rng.choice(game.actions(state)))
+    text = game.state_text(state)
+    assert game.parse_state(text) == state and "pass" not in text.split()[-1:]
+    passed = game.apply(state, game.pass_action)
+    assert game.state_text(passed) == text + " pass" and game.parse_state(text + " pass") == passed
+    assert game.action_text(state, game.pass_action) == "pass"
+    assert game.encode([state])[0, -1] == 1 and game.encode([passed])[0, -1] == 0
+    with pytest.raises(ValueError, match="only legal action here is the forced pass"):
+        game.apply(state, game.actions(passed)[0])
+    assert "moves again" in game.show(state)
+
+
+def test_notation_reads_numbers_and_names_and_names_what_is_wrong() -> None:
+    game = OpenSpielGame("tic_tac_toe")
+    assert game.parse_state("x(1,1) O(0,0)") == game.parse_state("4 0")
+    with pytest.raises(ValueError, match=r"move 3, '4' is no legal move here; legal: x\(0,1\)"):
+        game.parse_state("4 0 4")
+    with pytest.raises(ValueError, match=r"move 6, '8': the game is over before it"):
+        game.parse_state("0 3 1 4 2 8")
+    assert game.parse_action(game.start(), " 8 ") == 8
+
+
+@pytest.mark.parametrize(
+    ("string", "said"),
+    [
+        ("kuhn_poker", "chance_mode EXPLICIT_STOCHASTIC, information IMPERFECT_INFORMATION"),
+        ("matrix_rps", "dynamics SIMULTANEOUS"),
+        ("2048", "num_players 1"),
+        ("tiny_hanabi", "utility IDENTICAL"),
+        ("backgammon", "chance_mode EXPLICIT_STOCHASTIC"),
+        ("no_such_game", "OpenSpiel cannot load it"),
+        ("hex(board_size=x)", "OpenSpiel cannot load it"),
+    ],
+)
+def test_a_game_asp_cannot_play_is_refused_in_one_line(string: str, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_game(f"openspiel:{string}")
+    message = str(caught.value)
+    assert said in message and "\n" not in message and message.startswith(f"--game 'openspiel:{string}'")
+
+
+def test_the_loader_takes_openspiel_games_without_trust() -> None:
+    assert load_game("openspiel:hex(board_size=5)").name == "openspiel:hex(board_size=5)"
+    check_named_game("openspiel:connect_four", "run/checkpoint.pt", trusted=False)
+    with pytest.raises(ConfigError, match="--vs 'openspiel:tic tac': an OpenSpiel game is openspiel:NAME"):
+        load_game("openspiel:tic tac", option="--vs")
+
+
+def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
+    game = OpenSpielGame("connect_four")
+    mover = movers(game)["mcts100"]
+    assert isinstance(mover, MCTSMover) and mover.opponent_name == "mcts100"
+    rebuilt = type(mover)(mover.cfg)
+    state = game.parse_state("3 4 3 4 3 4")  # x stacks three in column 3, o in column 4
+    assert rebuilt.choose(game, state, random.Random(1)) == 3
+    passing = OpenSpielGame("dots_and_boxes")
+    state, rng = passing.start(), random.Random(0)
+    while not state.must_pass:
+        state = passing.apply(state, rng.choice(passing.actions(state)))
+    assert MCTSMover(MCTSConfig(10)).choose(passing, state, rng) == passing.pass_action
+    with pytest.raises(ConfigError, match="MCTSConfig.simulations must be an int in 1..1000000, got 0"):
+        MCTSConfig(0)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_train_an_openspiel_game_then_eval_moves_show_and_play(tmp_path: Path) -> None:
+    spec = "openspiel:breakthrough(rows=5,columns=5)"
+    options = ("--iterations", "2", "--games", "8", "--eval-games", "4", "--workers", "2", "--no-progress")
+    ok(asp("train", "--game", spec, *options, "--hidden", "16", "--run-dir", "run", cwd=tmp_path))
+    run = tmp_path / "run"
+    config = json.loads((run / "config.json").read_text())
+    assert config["game"] == spec and config["network"] == {"hidden": 16}
+    records = [json.loads(line) for line in (run / "games" / "iter-0001.jsonl").read_text().splitlines()]
+    assert len(records) == 8 and {r["game"] for r in records} == {spec}
+    assert "mcts100" in (run / "metrics.jsonl").read_text()
+    assert "score" in ok(asp("eval", str(run), "--games", "4", cwd=tmp_path)).stdout
+    (tmp_path / "positions.txt").write_text("\na5a4 a1a2\n")
+    moves = ok(asp("moves", str(run), "--positions", "positions.txt", cwd=tmp_path)).stdout.splitlines()
+    assert len(moves) == 1 and moves[0].split()[:2] == ["2", "248"], moves  # the position as numbers, then the move
+    show = ok(asp("show", str(run / "games" / "iter-0001.jsonl"), cwd=tmp_path)).stdout
+    assert "draws no picture" in show or show.strip()
+    ok(asp("play", "--checkpoint", str(run), "--games", "2", "--out", "played.jsonl", cwd=tmp_path))
+    assert len((tmp_path / "played.jsonl").read_text().splitlines()) == 2
