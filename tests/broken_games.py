@@ -4,8 +4,9 @@ its own, so that worker processes import it by name (``broken_games:NaNFromItera
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from examples.tictactoe import Board, NetConfig, TicTacToe, TicTacToeNet
@@ -35,6 +36,84 @@ class NoActions(TicTacToe):
         return [] if len(state.moves) >= EMPTY_AFTER else super().actions(state)
 
 
+class NumpyActions(TicTacToe):
+    """``actions`` gives numpy's ints: a sound game (asp takes them as ints)."""
+
+    def actions(self, state: Board) -> list[Any]:
+        return [np.int64(a) for a in super().actions(state)]
+
+
+class BoolAction(TicTacToe):
+    """``actions`` gives action 1 as ``True``."""
+
+    def actions(self, state: Board) -> list[Any]:
+        return [True if a == 1 else a for a in super().actions(state)]
+
+
+class FloatAction(TicTacToe):
+    """``actions`` gives action 1 as ``1.0``."""
+
+    def actions(self, state: Board) -> list[Any]:
+        return [1.0 if a == 1 else a for a in super().actions(state)]
+
+
+class DuplicateAction(TicTacToe):
+    """``actions`` lists its first action twice."""
+
+    def actions(self, state: Board) -> list[int]:
+        actions = super().actions(state)
+        return [actions[0], *actions]
+
+
+class OccupiedLegal(TicTacToe):
+    """``actions`` lists the cells played too, which ``apply`` refuses (ValueError)."""
+
+    def actions(self, state: Board) -> list[int]:
+        return sorted({*super().actions(state), *state.moves})
+
+
+class ApplyRaises(TicTacToe):
+    """``apply`` raises on the legal action 8."""
+
+    def apply(self, state: Board, action: int) -> Board:
+        if action == 8:
+            raise IndexError("list index out of range")
+        return super().apply(state, action)
+
+
+class ApplyChangesItsArgument(TicTacToe):
+    """``apply`` writes the move into its argument as well as into the new state."""
+
+    def apply(self, state: Board, action: int) -> Board:
+        after = super().apply(state, action)
+        object.__setattr__(state, "moves", after.moves)
+        return after
+
+
+class OutcomeTwo(TicTacToe):
+    """``outcome`` gives 2 for a win, -2 for a loss."""
+
+    def outcome(self, state: Board) -> float | None:
+        value = super().outcome(state)
+        return None if value is None else 2 * value
+
+
+class EncodeShort(TicTacToe):
+    """``encode`` gives one row too few for more than one position."""
+
+    def encode(self, states: Any) -> torch.Tensor:
+        rows = super().encode(states)
+        return rows[:-1] if len(states) > 1 else rows
+
+
+class EncodeLong(TicTacToe):
+    """``encode`` gives one row too many."""
+
+    def encode(self, states: Any) -> torch.Tensor:
+        rows = super().encode(states)
+        return torch.cat([rows, rows[:1]])
+
+
 class WideNet(TicTacToeNet):
     """Logits one wider than the game's nine actions."""
 
@@ -57,6 +136,14 @@ class ColumnValueNet(TicTacToeNet):
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits, value = super().forward(features)
         return logits, value.unsqueeze(1)
+
+
+class DoubledValueNet(TicTacToeNet):
+    """Values twice the network's: outside [-1, 1]."""
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, value = super().forward(features)
+        return logits, 2 * value + 1.5
 
 
 class NaNNet(TicTacToeNet):
@@ -103,6 +190,11 @@ class NarrowLogits(TicTacToe):
 class ColumnValue(TicTacToe):
     def network(self, cfg: NetConfig | None = None) -> TicTacToeNet:
         return ColumnValueNet(cfg)
+
+
+class ValueOutOfRange(TicTacToe):
+    def network(self, cfg: NetConfig | None = None) -> TicTacToeNet:
+        return DoubledValueNet(cfg)
 
 
 class NaNOutputs(TicTacToe):

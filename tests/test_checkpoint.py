@@ -22,6 +22,7 @@ from asp.app.run.checkpoint import (
     CHECKPOINT,
     RunError,
     checkpoint_state,
+    kept_versions,
     load_checkpoint,
     model_from_checkpoint,
     pending_plays,
@@ -323,3 +324,11 @@ def test_pending_weights_that_do_not_fit_the_model_are_refused(checkpoint: Path)
     model = network()
     with pytest.raises(RunError, match=r"the checkpoint's weights do not fit its model config"):
         restore_checkpoint(checkpoint, GameRun(tiny_config()), model, trainer_of(model))
+
+
+def test_kept_versions_are_the_files_of_ascii_digits(tmp_path: Path) -> None:
+    versions = tmp_path / "versions"
+    versions.mkdir()
+    for name in ("v0.pt", "v12.pt", "v\u00b2.pt", "v\u0663.pt", "v.pt", "vx.pt", "v3.pt.tmp"):
+        (versions / name).write_bytes(b"")
+    assert kept_versions(tmp_path) == [0, 12]

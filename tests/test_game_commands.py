@@ -142,7 +142,7 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "text"),
     [
-        (["train", "--game", "chess"], "--game 'chess': not a game: tinychess, connect4, openspiel:NAME, or MODULE:ATTR"),
+        (["train", "--game", "chess"], "'chess': not a game: tinychess, connect4, openspiel:NAME, or MODULE:ATTR"),
         (["train", "--game", "nosuchmodule:Game"], "--game 'nosuchmodule:Game': cannot import nosuchmodule"),
         (["train", "--game", "asp.connect4:Nothing"], "module asp.connect4 has no Nothing"),
         (["train", "--game", "asp.connect4:C4Config"], "not a game (asp.games.Game): it has no start"),
@@ -420,3 +420,13 @@ def test_a_network_that_turns_nan_stops_the_run_in_one_line_and_keeps_the_last_g
     assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] == 2
     assert [line["iteration"] for line in RunDir(run).read_metrics()] == [0, 1]
     assert sorted(path.name for path in (run / "games").iterdir()) == ["iter-0000.jsonl", "iter-0001.jsonl"]
+
+
+def test_train_of_a_game_that_breaks_a_rule_stops_in_one_line_before_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    argv = ["train", "--game", "broken_games:ApplyRaises", "--iterations", "1", "--games", "4", "--run-dir", str(run)]
+    assert main(argv) == 2
+    one_line_error((2, capsys.readouterr().err), "tictactoe: apply raised IndexError: list index out of range")
+    assert not run.exists()

@@ -7,6 +7,7 @@ both ask (tests/plain_games.py)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from typing import Any
@@ -225,3 +226,37 @@ def test_a_game_written_for_status_is_told_what_the_protocol_asks_now(monkeypatc
     monkeypatch.setitem(sys.modules, "older_game", module)
     with pytest.raises(ConfigError, match=r"it has no outcome \(status\(state\) is now outcome\(state\)"):
         load_game("older_game:Game")
+
+
+RULES_BROKEN = {
+    "BoolAction": "actions gave True, a bool, at position ",
+    "FloatAction": "actions gave 1.0, a float, at position ",
+    "DuplicateAction": "twice at position '': each legal action is listed once",
+    "OccupiedLegal": "apply raised ValueError: action ",
+    "ApplyRaises": "apply raised IndexError: list index out of range on action 8 at position ",
+    "ApplyChangesItsArgument": "apply changed its argument (action 0 at position ''): states are values",
+    "OutcomeTwo": "the result for the side to move is in [-1, 1]",
+    "EncodeShort": "encode gave a tensor of shape (7, 18) for 8 positions: it gives a tensor of one row per position",
+    "EncodeLong": "encode gave a tensor of shape (9, 18) for 8 positions",
+}
+
+
+@pytest.mark.parametrize("name", list(RULES_BROKEN))
+def test_a_users_game_that_breaks_a_rule_is_named_in_one_line_before_it_plays(name: str) -> None:
+    with pytest.raises(GameError) as error:
+        load_game(f"broken_games:{name}")
+    one_line(error, "tictactoe: ", RULES_BROKEN[name])
+
+
+def test_numpy_ints_are_actions_and_the_records_hold_ints() -> None:
+    game = load_game("broken_games:NumpyActions")
+    records, _ = play_games(game.network(), None, PlayConfig(game, n_games=2, search=SearchConfig(4)))
+    assert all(type(a) is int for r in records for a in r.actions)
+    json.dumps([r.plain() for r in records])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_value_outside_minus_one_to_one_is_named_with_the_rule(mode: str) -> None:
+    with pytest.raises(GameError) as error:
+        play(broken_games.ValueOutOfRange(), mode)
+    one_line(error, "tictactoe: network (the model, version 0) gave the value ", "a value is in [-1, 1]")

@@ -85,6 +85,7 @@ def one_error(code: int, err: str) -> str:
         f"{AFTER_E4} bm e5;",  # an EPD's operations after a FEN's clocks
         "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - bm e4;",  # a best move that is not legal
         "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR",  # no side to move: it would be White's
+        "4k3/8/8/8/8/8/8/4KQ2 w - - 200",  # a FEN of five fields: no EPD's operation either
     ],
 )
 def test_a_line_is_read_whole_and_one_that_is_no_fen_nor_epd_is_refused(
@@ -150,3 +151,9 @@ def test_positions_are_read_a_bounded_line_at_a_time(tmp_path: Path) -> None:
     with pytest.raises(Exception, match=f"{binary}:1: not text"):
         read_positions(binary)
     assert read_positions(Path("/dev/null")) == []
+
+
+def test_every_line_is_read_past_a_million_blank_ones(tmp_path: Path) -> None:
+    positions = tmp_path / "sparse.txt"
+    positions.write_text(f"{OPENING}\n" + "\n" * 1_000_001 + f"{AFTER_E4}\ngarbage\n")
+    assert read_positions(positions) == [(1, OPENING), (1_000_003, AFTER_E4), (1_000_004, "garbage")]

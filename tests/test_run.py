@@ -104,6 +104,19 @@ def test_stored_config_of_an_incomplete_config_json_is_a_run_error(tmp_path: Pat
         RunDir(tmp_path).stored_config()
 
 
+def test_a_byte_order_mark_before_config_json_and_metrics_is_skipped(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.create(tiny_config())
+    config = run.path / "config.json"
+    config.write_bytes("\ufeff".encode() + config.read_bytes())  # saved again by an editor that writes one
+    assert run.stored_config() == tiny_config()
+    run.append_metrics(metrics_line(0))
+    run.metrics.write_bytes("\ufeff".encode() + run.metrics.read_bytes())
+    assert run.read_metrics() == [metrics_line(0)]
+    run.metrics.write_bytes("\ufeff".encode() + json.dumps(metrics_line(0)).encode())  # and no newline
+    assert run.read_metrics() == [metrics_line(0)]
+
+
 # -- metrics ---------------------------------------------------------------------------------
 
 

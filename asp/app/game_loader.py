@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from asp.errors import ConfigError
+from asp.games.conformance import check_game
 
 __all__ = ["GAMES", "OPENSPIEL", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
 
@@ -35,6 +36,9 @@ OPENSPIEL = "openspiel:"
 
 TRUST_HINT = "--trust-game"
 """The option of every command that lets a file it reads name a game outside asp."""
+
+_CHECKED: set[str] = set()
+"""The games of users that :func:`load_game` has checked in this process (:func:`~asp.games.conformance.check_game`)."""
 
 _METHODS = ("start", "to_move", "outcome", "actions", "apply", "encode", "network", "action_text", "parse_action",
             "state_text", "parse_state", "show")  # fmt: skip
@@ -78,8 +82,11 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
     (the current directory counts, as for ``python -m``). ``MODULE:ATTR`` runs that module's
     code: a spec that a file names passes :func:`check_named_game` first.
 
+    A user's game is checked once a process on random games (:func:`~asp.games.conformance.check_game`).
+
     :raises ConfigError: one line, naming ``option``: no such game, module or attribute, a
         module whose import fails, or not a game (it names the first method missing).
+    :raises GameError: a user's game that breaks a rule of the protocol (one line naming it).
     """
     if isinstance(spec, str) and spec.startswith(OPENSPIEL):
         from asp.openspiel.game import OpenSpielGame, game_string_of
@@ -114,4 +121,7 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
         older = " (status(state) is now outcome(state), and its winning actions winning(state))"
         hint = older if missing[0] == "outcome" and hasattr(game, "status") else ""
         raise ConfigError(f"{option} {spec!r}: not a game (asp.games.Game): it has no {missing[0]}{hint}")
+    if spec not in GAMES and spec not in _CHECKED:
+        check_game(game)  # a user's game: its rules held on random games before it plays anywhere
+        _CHECKED.add(spec)
     return game

@@ -10,7 +10,10 @@ What asp checks, and raises:
   each in ``range(action_size)`` (:class:`~asp.errors.GameError`);
 * :func:`network_output`: the network gives ``(logits, value)``, tensors of shapes
   ``(B, action_size)`` and ``(B,)`` (:class:`~asp.errors.GameError`), every number of them finite
-  (:class:`~asp.errors.NonFiniteError`).
+  (:class:`~asp.errors.NonFiniteError`), every value in [-1, 1] (:class:`~asp.errors.GameError`).
+
+The rules that would cost more at every ply are checked once, on random games, before a
+user's game plays (:mod:`asp.games.conformance`).
 
 Both are errors that another attempt would only repeat (:class:`~asp.errors.NotRetried`): in
 a worker, they fail the call at once. A check costs a few array operations per network call,
@@ -37,6 +40,9 @@ from asp.errors import GameError, NonFiniteError
 from asp.games.protocol import Game, State
 
 __all__ = ["legal_actions", "legal_choices", "network_output", "output_shapes"]
+
+_SLACK = 1e-5
+"""How far past [-1, 1] a network's value may round (float32)."""
 
 
 def legal_actions(game: Game[State], state: State) -> Sequence[int]:
@@ -118,6 +124,12 @@ def network_output(
         raise NonFiniteError(
             f"{game.name}: network ({who}) gave {gave} at {int(rows.sum())} of {count} positions: "
             "a network's outputs must be finite"
+        )
+    if len(values) and (values.min() < -1.0 - _SLACK or values.max() > 1.0 + _SLACK):
+        wrong = float(values[np.argmax(np.abs(values))])
+        raise GameError(
+            f"{game.name}: network ({who}) gave the value {wrong:.4g}: a value is in [-1, 1], the result the side "
+            "to move expects (end the value head with tanh)"
         )
     return logits_array, values
 

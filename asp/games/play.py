@@ -246,7 +246,7 @@ class _Game(Generic[State]):
             self.values.append(value)
         self.moves.append(game.action_text(self.state, action))
         self.state = game.apply(self.state, action)
-        self.actions.append(action)
+        self.actions.append(int(action))  # numpy's ints too: the records are written as JSON
         self._guess(game)
 
     def _guess(self, game: Game[State]) -> None:

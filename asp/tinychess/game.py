@@ -259,6 +259,10 @@ class TinyChessGame:
         >>> game.parse_line("8/8/8/8/8/8/8/K6k")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ValueError: invalid FEN '8/8/8/8/8/8/8/K6k': a FEN has six fields, got 1; nor an EPD: an EPD has four fields...
+        >>> game.parse_line("4k3/8/8/8/8/8/8/4KQ2 w - - 200")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: invalid FEN '4k3/8/8/8/8/8/8/4KQ2 w - - 200': a FEN has six fields, got 5; nor an EPD: ... got '200'
+
 
         :raises ValueError: the line is neither (the message says why, as a FEN and as an EPD).
         """
@@ -272,6 +276,11 @@ class TinyChessGame:
             fen_error = f"invalid FEN {text.strip()!r}: a FEN has six fields, got {len(fields)}"
         if len(fields) < 4:
             raise ValueError(f"{fen_error}; nor an EPD: an EPD has four fields and its operations")
+        if len(fields) > 4 and not fields[4][0].isalpha():
+            raise ValueError(
+                f"{fen_error}; nor an EPD: after its four fields come its operations, each an opcode "
+                f"(a letter first) and its operands, got {fields[4]!r}"
+            )
         try:
             board, _ = chess.Board.from_epd(text.strip())
         except ValueError as e:

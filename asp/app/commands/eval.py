@@ -286,7 +286,7 @@ def _opponent(
     if engine is not None and has_engine:
         found = engine_config(game.game, engine, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
         return found, found.opponent_name, 0, None
-    if args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
+    if not args.vs.strip() or args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
         engines = ", stockfish, uci" if has_engine else ""
         raise ConfigError(
             f"--vs {args.vs}: not an opponent of {game.cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"

@@ -14,6 +14,7 @@ naming it, and a file without a position is an error too (exit 2).
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ def read_positions(path: Path) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     try:
         with path.open("rb") as f:
-            for number in range(1, MAX_POSITIONS + 2):
+            for number in itertools.count(1):  # every line to the end: blank ones count no position
                 raw = f.readline(LINE_LIMIT + 1)
                 if not raw:
                     return lines

@@ -322,9 +322,10 @@ def version_path(run: str | os.PathLike[str], version: int) -> Path:
 
 
 def kept_versions(run: str | os.PathLike[str]) -> list[int]:
-    """The versions that the run directory ``run`` keeps, in order."""
+    """The versions that the run directory ``run`` keeps, in order: its files ``vN.pt``, N in
+    ASCII digits (another file there, ``v².pt`` or ``v٣.pt``, is none of them)."""
     found = (p.name for p in (Path(run) / VERSIONS).glob("v*.pt"))
-    return sorted(int(name[1:-3]) for name in found if name[1:-3].isdigit())
+    return sorted(int(name[1:-3]) for name in found if name[1:-3].isascii() and name[1:-3].isdigit())
 
 
 def kept_versions_line(where: str | os.PathLike[str]) -> str | None:

@@ -76,7 +76,7 @@ class RunDir:
         if not config.exists():
             raise RunError(f"{self.path}: no run there (no {CHECKPOINT}, no config.json)")
         try:
-            return GameRunConfig.from_dict(json.loads(config.read_text(encoding="utf-8")))
+            return GameRunConfig.from_dict(json.loads(config.read_text(encoding="utf-8-sig")))  # a BOM skipped
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             raise RunError(f"{config}: not a run config ({type(e).__name__}: {e})") from None
 
@@ -109,6 +109,10 @@ class RunDir:
         except OSError as e:
             raise RunError(f"{self.metrics}: cannot be read: {e.strerror or e}") from None
         *whole, last = data.split(b"\n")
+        if whole:
+            whole[0] = whole[0].removeprefix(_BOM)  # an editor's byte order mark before the first line
+        elif last:
+            last = last.removeprefix(_BOM)
         lines = [_metrics_line(self.metrics, number, raw) for number, raw in enumerate(whole, 1)]
         if last:
             try:
@@ -124,6 +128,10 @@ class RunDir:
         with writing(self.metrics):
             write_text_atomic(self.metrics, "".join(json.dumps(m) + "\n" for m in kept))
         return kept
+
+
+_BOM = "\ufeff".encode()
+"""A UTF-8 byte order mark, which some editors write before the first line of a file they save."""
 
 
 def _metrics_line(path: Path, number: int, raw: bytes) -> dict[str, Any]:
