@@ -5,6 +5,7 @@ OpenSpiel's MCTS as a mover; and ``asp train --game openspiel:NAME`` with its ot
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import random
@@ -14,6 +15,7 @@ import pytest
 from helpers import asp, ok
 
 from asp.app.game_loader import check_named_game, is_game, load_game
+from asp.app.player import Player
 from asp.errors import ConfigError
 from asp.games.protocol import movers
 from asp.openspiel import MCTSConfig, MCTSMover, OpenSpielGame
@@ -188,3 +190,27 @@ def test_train_an_openspiel_game_then_eval_moves_show_and_play(tmp_path: Path) -
     assert "draws no picture" in show or show.strip()
     ok(asp("play", "--checkpoint", str(run), "--games", "2", "--out", "played.jsonl", cwd=tmp_path))
     assert len((tmp_path / "played.jsonl").read_text().splitlines()) == 2
+    player = Player.load(run)  # the public way to play a run's model to win, from Python
+    state = player.game.parse_state("a5a4")
+    assert player.version == 2 and player.search is not None and player.move(state) in player.game.actions(state)
+    assert Player.load(run, simulations=0).search is None
+
+
+def test_a_person_plays_the_model_at_the_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asp.app.cli import main
+
+    # a bad move, then every cell in turn: those taken are refused, and asked again, to the end
+    monkeypatch.setattr("sys.stdin", io.StringIO("9\n" + "".join(f"{cell}\n" for cell in range(9)) * 2))
+    assert main(["play", "--game", "openspiel:tic_tac_toe", "--human", "--search", "8"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("openspiel:tic_tac_toe: you play first")
+    assert "not a move: '9' is no legal move here; legal: x(0,0)" in out and "asp plays o(" in out
+    assert out.strip().splitlines()[-1].split(" (")[0] in ("you won", "you lost", "a draw")
+    monkeypatch.setattr("sys.stdin", io.StringIO("quit\n"))
+    assert main(["play", "--game", "openspiel:tic_tac_toe", "--human", "second", "--search", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "asp plays x(" in out and out.strip().endswith("stopped")
+    assert main(["play", "--game", "openspiel:tic_tac_toe", "--human", "--games", "3"]) == 2
+    assert "--human plays one game at the terminal" in capsys.readouterr().err

@@ -21,7 +21,6 @@ import sys
 from typing import Any
 
 from asp.errors import ConfigError
-from asp.games.conformance import check_game
 
 __all__ = ["GAMES", "OPENSPIEL", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
 
@@ -122,6 +121,8 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
         hint = older if missing[0] == "outcome" and hasattr(game, "status") else ""
         raise ConfigError(f"{option} {spec!r}: not a game (asp.games.Game): it has no {missing[0]}{hint}")
     if spec not in GAMES and spec not in _CHECKED:
+        from asp.games.conformance import check_game  # here: the commands' --help imports no torch
+
         check_game(game)  # a user's game: its rules held on random games before it plays anywhere
         _CHECKED.add(spec)
     return game

@@ -104,21 +104,12 @@ def run(args: argparse.Namespace) -> int:
 def _game_moves(
     path: Path, lines: list[tuple[int, str]], run: GameRun, model: torch.nn.Module, args: argparse.Namespace
 ) -> list[tuple[str, str]]:
-    from asp.games import PlayConfig, play_games
+    from asp.app.player import Player
 
     game = run.game
     positions: list[tuple[str, Any]] = [_game_position(game, path, number, text) for number, text in lines]
-    play_cfg = PlayConfig(
-        game,
-        n_games=len(positions),
-        openings=tuple(game.state_text(s) for _, s in positions),
-        max_plies=1,
-        temperature=0.0,
-        search=play_search(run, args),
-        samples=False,
-    )
-    records, _ = play_games(model, None, play_cfg)
-    return [(text, record.moves[0]) for (text, _), record in zip(positions, records, strict=True)]
+    actions = Player(run, model, play_search(run, args)).moves([state for _, state in positions])
+    return [(text, game.action_text(state, a)) for (text, state), a in zip(positions, actions, strict=True)]
 
 
 def _game_position(game: Any, path: Path, number: int, text: str) -> tuple[str, Any]:

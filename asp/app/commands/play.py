@@ -1,5 +1,7 @@
 """``asp play``: self-play games of a checkpoint (or a fresh model), written as JSON lines
-(:mod:`asp.app.games_file`) and in the game's own format where it has one (chess: PGN)."""
+(:mod:`asp.app.games_file`) and in the game's own format where it has one (chess: PGN); or,
+with ``--human``, a game against a person at the terminal: the board after every move, the
+person's move read in the game's notation (a bad one is one line, and asked again)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,14 @@ def add_arguments(play: argparse.ArgumentParser) -> None:
     play.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP)
     play.add_argument("--workers", type=int, default=1, help="worker processes (default 1: play in this process)")
     play.add_argument(
+        "--human",
+        nargs="?",
+        const="first",
+        choices=("first", "second"),
+        help="play the model yourself, at the terminal: you move first (default) or second; "
+        "moves in the game's notation, 'quit' to stop",
+    )
+    play.add_argument(
         "--out",
         help="file to write: .jsonl, or the game's own format (chess: .pgn; default selfplay.pgn; other "
         "games: selfplay.jsonl)",
@@ -59,12 +69,56 @@ def run(args: argparse.Namespace) -> int:
         if args.game is not None:
             raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
         game, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
-        return _play(args, game, model, state["version"])
+        play = _human if args.human else _play
+        return play(args, game, model, state["version"])
     spec = args.game or TINYCHESS
     loaded = load_game(spec)
     fresh = GameRun(defaults_for(spec, loaded), loaded)  # as asp train would start it
     torch.manual_seed(args.seed)
-    return _play(args, fresh, fresh.new_model(), 0)
+    return (_human if args.human else _play)(args, fresh, fresh.new_model(), 0)
+
+
+def _human(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, version: int) -> int:
+    """``asp play --human``: one game between the model, playing to win, and the person at
+    the terminal, the board printed after every move."""
+    from asp.app.player import Player
+    from asp.games.checked import legal_actions
+    from asp.games.protocol import outcome
+
+    if args.out is not None or args.workers != 1 or args.games != 64 or args.temperature is not None:
+        raise ConfigError("--human plays one game at the terminal: no --out, --games, --workers or --temperature")
+    player, game = Player(run, model, play_search(run, args), version), run.game
+    human = 0 if args.human == "first" else 1
+    state = game.start()
+    max_plies = run.cfg.max_plies if args.max_plies is None else args.max_plies
+    print(f"{game.name}: you play {args.human}; moves in the game's notation, 'quit' to stop\n{game.show(state)}")  # noqa: T201
+    for _ in range(max_plies):
+        if outcome(game, state) is not None:
+            break
+        if game.to_move(state) == human:
+            try:
+                text = input("your move: ")
+            except EOFError:
+                text = "quit"
+            if text.strip().lower() in ("quit", "exit", "resign"):
+                print("stopped")  # noqa: T201
+                return 0
+            try:
+                action = game.parse_action(state, text)
+                if action not in legal_actions(game, state):
+                    raise ValueError(f"{text.strip()!r} is no legal move here")
+            except ValueError as e:
+                print(f"not a move: {e}")  # noqa: T201
+                continue
+        else:
+            action = player.move(state)
+            print(f"asp plays {game.action_text(state, action)}")  # noqa: T201
+        state = game.apply(state, action)
+        print(game.show(state))  # noqa: T201
+    value = outcome(game, state)
+    yours = 0.0 if value is None else value if game.to_move(state) == human else -value
+    print({1.0: "you won", -1.0: "you lost"}.get(yours, "a draw") + f" ({game.state_text(state)})")  # noqa: T201
+    return 0
 
 
 def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, version: int) -> int:
