@@ -37,3 +37,18 @@ class ShortTicTacToe(TicTacToe):
     def outcome(self, state: Board) -> float | None:
         value = super().outcome(state)
         return 0.0 if value is None and len(state.moves) >= SHORT_PLIES else value
+
+
+class Capped(TicTacToe):
+    """Tic-tac-toe drawn after ``plies`` plies, its name saying so: a game with a parameter,
+    made by ``--game 'plain_games:Capped(plies=4)'``."""
+
+    def __init__(self, plies: int = 9, *, label: str = "capped") -> None:
+        if not 1 <= plies <= 9:
+            raise ValueError(f"plies must be in 1..9, got {plies}")
+        self.plies = plies
+        self.name = f"{label}{plies}"
+
+    def outcome(self, state: Board) -> float | None:
+        value = super().outcome(state)
+        return 0.0 if value is None and len(state.moves) >= self.plies else value

@@ -260,3 +260,19 @@ def test_a_value_outside_minus_one_to_one_is_named_with_the_rule(mode: str) -> N
     with pytest.raises(GameError) as error:
         play(broken_games.ValueOutOfRange(), mode)
     one_line(error, "tictactoe: network (the model, version 0) gave the value ", "a value is in [-1, 1]")
+
+
+def test_a_game_with_parameters_is_made_from_its_spec_of_literals() -> None:
+    game = load_game("plain_games:Capped(4, label='cap')")
+    assert game.name == "cap4" and game.plies == 4 and load_game("plain_games:Capped()").name == "capped9"
+    refused = {
+        "plain_games:Capped(__import__('os').getpid())": "a game's arguments are Python literals",
+        "plain_games:Capped(**{'plies': 3})": "a game's arguments are Python literals",
+        "plain_games:Capped(12)": "Capped(...) failed: ValueError: plies must be in 1..9, got 12",
+        "plain_games:Capped(plies=3, size=2)": "Capped(...) failed: TypeError: ",
+        "broken_games:EMPTY_AFTER(1)": "EMPTY_AFTER is an object, not a class: it takes no arguments",
+    }
+    for spec, said in refused.items():
+        with pytest.raises(ConfigError) as error:
+            load_game(spec)
+        one_line(error, f"--game {spec!r}: ", said)

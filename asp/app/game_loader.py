@@ -15,6 +15,7 @@ asp.errors.ConfigError: --game 'chess': not a game: tinychess, connect4, openspi
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import sys
@@ -74,12 +75,44 @@ def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:
         )
 
 
+def _split_arguments(
+    where: str, spec: str, option: str
+) -> tuple[str, tuple[tuple[Any, ...], dict[str, Any]] | None]:
+    """``MODULE:ATTR(ARGUMENTS)`` as ``MODULE:ATTR`` and its arguments, Python literals
+    (numbers, strings, booleans, None, tuples, lists, dicts), read without running any code;
+    ``MODULE:ATTR`` alone as itself and None.
+
+    >>> _split_arguments("mygames.hex:Hex(7, swap=True)", "x", "--game")
+    ('mygames.hex:Hex', ((7,), {'swap': True}))
+
+    :raises ConfigError: arguments that are not literals, or not a call's.
+    """
+    if not where.endswith(")") or "(" not in where:
+        return where, None
+    head, _, _ = where.partition("(")
+    try:
+        call = ast.parse("f" + where[len(head) :], mode="eval").body
+        if not isinstance(call, ast.Call):
+            raise ValueError("not a call")
+        args = tuple(ast.literal_eval(a) for a in call.args)
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg is not None}
+        if len(kwargs) != len(call.keywords):
+            raise ValueError("no **")
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        raise ConfigError(
+            f"{option} {spec!r}: a game's arguments are Python literals, MODULE:ATTR(7, size=9, name='x')"
+        ) from None
+    return head, (args, kwargs)
+
+
 def load_game(spec: str, *, option: str = "--game") -> Any:
     """The game ``spec`` names: a shipped game's name (:data:`GAMES`), an OpenSpiel game
     (``openspiel:NAME``, :data:`OPENSPIEL`), or ``MODULE:ATTR``, a
     :class:`~asp.games.Game` class (made with no argument) or object in an importable module
-    (the current directory counts, as for ``python -m``). ``MODULE:ATTR`` runs that module's
-    code: a spec that a file names passes :func:`check_named_game` first.
+    (the current directory counts, as for ``python -m``), or ``MODULE:ATTR(ARGUMENTS)``, the
+    class made with those arguments, Python literals (``mygames.hex:Hex(size=7)``).
+    ``MODULE:ATTR`` runs that module's code: a spec that a file names passes
+    :func:`check_named_game` first.
 
     A user's game is checked once a process on random games (:func:`~asp.games.conformance.check_game`).
 
@@ -94,7 +127,7 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
             return OpenSpielGame(game_string_of(spec))
         except ConfigError as e:
             raise ConfigError(str(e).replace("--game", option, 1)) from None
-    where = GAMES.get(spec, spec)
+    where, arguments = _split_arguments(GAMES.get(spec, spec), spec, option)
     module_name, colon, attr = where.partition(":")
     if not colon or not module_name or not attr:
         raise ConfigError(f"{option} {spec!r}: not a game: {', '.join(GAMES)}, {OPENSPIEL}NAME, or MODULE:ATTR "
@@ -111,10 +144,13 @@ def load_game(spec: str, *, option: str = "--game") -> Any:
     obj = getattr(module, attr, None)
     if obj is None:
         raise ConfigError(f"{option} {spec!r}: module {module_name} has no {attr}")
+    if arguments is not None and not isinstance(obj, type):
+        raise ConfigError(f"{option} {spec!r}: {attr} is an object, not a class: it takes no arguments")
+    args, kwargs = arguments if arguments is not None else ((), {})
     try:
-        game = obj() if isinstance(obj, type) else obj
+        game = obj(*args, **kwargs) if isinstance(obj, type) else obj
     except Exception as e:  # noqa: BLE001 (a user's constructor: any failure is theirs, said in one line)
-        raise ConfigError(f"{option} {spec!r}: {attr}() failed: {type(e).__name__}: {e}") from None
+        raise ConfigError(f"{option} {spec!r}: {attr}(...) failed: {type(e).__name__}: {e}") from None
     missing = [name for name in (*_METHODS, "name", "action_size") if not hasattr(game, name)]
     if missing:
         older = " (status(state) is now outcome(state), and its winning actions winning(state))"
