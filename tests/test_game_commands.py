@@ -16,7 +16,7 @@ from typing import Any
 import chess
 import pytest
 from helpers import asp, assert_pgn_extract_accepts, ok, pgn_games, read_scalars
-from run_helpers import kept_checkpoint, read_metrics
+from run_helpers import kept_checkpoint, read_metrics, tiny_config
 
 from asp.app.cli import main
 from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
@@ -83,6 +83,20 @@ def test_a_game_run_resumes_and_grows(connect4_run: Path, tmp_path: Path) -> Non
     metrics = read_metrics(run)
     assert [m["iteration"] for m in metrics] == [0, 1, 2]
     assert load_checkpoint(run / "checkpoint.pt")["next_iteration"] == 3
+
+
+@pytest.mark.slow
+def test_a_resume_checks_every_kept_version_before_it_writes(
+    connect4_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(connect4_run, run)
+    kept_checkpoint(run / "versions" / "v000002.pt", tiny_config(), version=2)  # a TinyChess version put there
+    before = {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != "log.jsonl"}
+    assert main(["train", "--resume", str(run), "--iterations", "3", "--workers", "2", "--no-progress"]) == 2
+    one_line_error((2, capsys.readouterr().err), "v000002.pt: a checkpoint of 'tinychess', not of the run's game")
+    after = {p.relative_to(run): p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != "log.jsonl"}
+    assert after == before  # once: games/iter-0002.jsonl of an iteration its checkpoint does not hold
 
 
 @pytest.mark.slow

@@ -75,9 +75,7 @@ def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:
         )
 
 
-def _split_arguments(
-    where: str, spec: str, option: str
-) -> tuple[str, tuple[tuple[Any, ...], dict[str, Any]] | None]:
+def _split_arguments(where: str, spec: str, option: str) -> tuple[str, tuple[tuple[Any, ...], dict[str, Any]] | None]:
     """``MODULE:ATTR(ARGUMENTS)`` as ``MODULE:ATTR`` and its arguments, Python literals
     (numbers, strings, booleans, None, tuples, lists, dicts), read without running any code;
     ``MODULE:ATTR`` alone as itself and None.

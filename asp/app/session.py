@@ -245,18 +245,11 @@ class _Saver:
         ``evaluated``, the weights it trained, first when given); append the line to the
         history and return it."""
         run, writer = self.run, self.writer
-        started = time.perf_counter()
-        plain = [record.plain() for record in report.records]  # the samples are the trainer's, not the file's
-        path = run.games(report.iteration)
-        await finish_thread_call(functools.partial(writer.call, self.game.write_games, plain, path))
-        games_seconds = time.perf_counter() - started
         line = metrics_line(report, self.game.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
         line.update(report.extra)
-        if evaluated is not None:
+        if evaluated is not None:  # first: an evaluation that fails leaves no file of the iteration
             self.notify("evaluating", {"iteration": report.iteration})
             version = report.version_trained + 1
-            await finish_in_thread(keep_version, run, self.game.cfg, version=version,
-                                   next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
             evaluating = time.perf_counter()
             past = await finish_in_thread(
                 _kept_networks, run, past_versions(kept_versions(run.path), version), self.game
@@ -265,6 +258,13 @@ class _Saver:
             line.update(await self._evaluate(report.iteration, evaluated, version, past))
             line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
+            await finish_in_thread(keep_version, run, self.game.cfg, version=version,
+                                   next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
+        started = time.perf_counter()
+        plain = [record.plain() for record in report.records]  # the samples are the trainer's, not the file's
+        path = run.games(report.iteration)
+        await finish_thread_call(functools.partial(writer.call, self.game.write_games, plain, path))
+        games_seconds = time.perf_counter() - started
         started = time.perf_counter()
         history = [*self.history, line]
         failure = await finish_thread_call(functools.partial(writer.call, plot_history, history, run.curves))
@@ -313,6 +313,7 @@ def check_resumable(run: RunDir, game: GameRun) -> None:
     try:
         model = game.new_model()
         _restore(run, game, model, game.new_trainer(model))
+        _kept_networks(run, kept_versions(run.path), game)  # each a version of this run's game, whole
     finally:
         torch.set_rng_state(rng)
 
