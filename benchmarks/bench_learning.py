@@ -19,6 +19,10 @@ plays to win, its search with ``eval_search`` simulations and no noise):
   perfect-play result (``positions``, ``positions_net``), and of the 138 of them where the side
   to move cannot win at once (``positions_quiet``, ``positions_net_quiet``: in the others any
   search finds the win).
+* OpenSpiel's games (``--game openspiel:NAME``): OpenSpiel's C++ ``MCTSBot`` with 1,000
+  simulations a move (:class:`asp.openspiel.MCTSMover`: random rollouts, ``uct_c`` 2, its
+  solver on), 40 games from two random plies, each start once with each colour (``mcts1000``,
+  ``mcts1000_net``).
 * TinyChess, from the ten bundled openings with both colours: the one-ply greedy mover
   (``greedy_net``), the two-ply material searcher with quiescence
   (:class:`asp.tinychess.opponents.MaterialSearchMover`, ``material2``), Stockfish at skill 0
@@ -126,6 +130,14 @@ class Yardstick:
 
 
 def yardsticks(game: str) -> list[Yardstick]:
+    if game.startswith("openspiel:"):
+        from asp.openspiel import MCTSConfig as SpielMCTS
+        from asp.openspiel import MCTSMover as SpielMCTSMover
+
+        def bot() -> nn.Module:
+            return SpielMCTSMover(SpielMCTS(1000))
+
+        return [Yardstick("mcts1000", bot, 40, 0, net=False), Yardstick("mcts1000_net", bot, 40, 0, net=True)]
     if game == "connect4":
         return [
             Yardstick("mcts", MCTSMover, 100, 40, net=False),
@@ -141,6 +153,12 @@ def yardsticks(game: str) -> list[Yardstick]:
         Yardstick("material2", MaterialSearchMover, 100, 40, net=False),
         Yardstick("sf0", lambda: EngineConfig(skill=0, nodes=None, depth=1).opponent(), 100, 0, net=False),
     ]
+
+
+def game_name(text: str) -> str:
+    if text in ("connect4", "tinychess") or text.startswith("openspiel:"):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: connect4, tinychess or openspiel:NAME")
 
 
 def match_cfg(run: GameRun, version: int, stick: Yardstick, games: int) -> PlayConfig:
@@ -305,7 +323,7 @@ def plot(files: list[Path], png: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--game", choices=("connect4", "tinychess"), default="connect4")
+    parser.add_argument("--game", type=game_name, default="connect4", help="connect4, tinychess or openspiel:NAME")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds to train (default 0 1 2)")
     parser.add_argument("--config", type=Path, help="a config file of the settings to train with")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting over the config")
