@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,16 @@ def test_a_byte_order_mark_before_the_file_is_skipped(name: str, tmp_path: Path)
     text = '{"game": "connect4", "games": 7}' if name.endswith(".json") else 'game = "connect4"\ngames = 7\n'
     file.write_bytes(b"\xef\xbb\xbf" + text.encode())
     assert (config("--config", str(file)).game, config("--config", str(file)).games) == ("connect4", 7)
+
+
+EXAMPLE_CONFIGS = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLE_CONFIGS, ids=lambda p: p.name)
+def test_every_example_config_is_a_run_config(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from asp.app.cli import main
+
+    assert main(["train", "--config", str(path), "--print-config"]) == 0
+    printed = tomllib.loads(capsys.readouterr().out)
+    for key, value in tomllib.loads(path.read_text()).items():
+        assert printed[key] == value if not isinstance(value, dict) else value.items() <= printed[key].items()
