@@ -126,6 +126,12 @@ def test_notation_reads_numbers_and_names_and_names_what_is_wrong() -> None:
     with pytest.raises(ValueError, match=r"move 6, '8': the game is over before it"):
         game.parse_state("0 3 1 4 2 8")
     assert game.parse_action(game.start(), " 8 ") == 8
+    go = OpenSpielGame("go(board_size=5)")  # OpenSpiel names go's moves with a space: "B d1"
+    start = go.start()
+    names = [go.action_text(start, a) for a in go.actions(start)]
+    assert names[3] == "B_d1" and all(" " not in name for name in names)
+    assert go.parse_action(start, "B d1") == go.parse_action(start, "b_d1") == go.actions(start)[3]
+    assert go.state_text(go.parse_state("B_d1 W_a1")) == "3 0"
 
 
 @pytest.mark.parametrize(
@@ -214,3 +220,36 @@ def test_a_person_plays_the_model_at_the_terminal(
     assert "asp plays x(" in out and out.strip().endswith("stopped")
     assert main(["play", "--game", "openspiel:tic_tac_toe", "--human", "--games", "3"]) == 2
     assert "--human plays one game at the terminal" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tic_tac_toe", "connect_four", "othello", "hex(board_size=5)", "clobber",
+                                  "checkers", "dots_and_boxes", "mancala", "oware", "go(board_size=5)"])  # fmt: skip
+def test_every_command_plays_a_checkpoint_of_the_game(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from run_helpers import kept_checkpoint
+
+    from asp.app.cli import main
+    from asp.app.run_config import GameRunConfig
+
+    spec = f"openspiel:{name}"
+    cfg = GameRunConfig(game=spec, eval_search=4, max_plies=300, network={"hidden": 8, "tower": 1})
+    kept = kept_checkpoint(tmp_path / "v000000.pt", cfg, version=0)
+    game = load_game(spec)
+    after = game.apply(game.start(), game.actions(game.start())[-1])
+    (tmp_path / "positions.txt").write_text(game.state_text(after) + "\n")
+    assert main(["moves", str(kept), "--positions", str(tmp_path / "positions.txt")]) == 0
+    position, move = capsys.readouterr().out.strip().rsplit(" ", 1)
+    assert position == game.state_text(after) and game.parse_action(after, move) in game.actions(after)
+    assert main(["eval", str(kept), "--vs", "mcts100", "--games", "2", "--search", "2"]) == 0
+    assert "against the mcts100 mover" in capsys.readouterr().out
+    out = tmp_path / "played.jsonl"
+    assert main(["play", "--checkpoint", str(kept), "--games", "2", "--search", "2", "--out", str(out)]) == 0
+    assert main(["show", str(out), "--game", "2"]) == 0
+    assert "draws no picture" in capsys.readouterr().out
+    monkeypatch.setattr(
+        "sys.stdin", io.StringIO(f"{game.action_text(game.start(), game.actions(game.start())[0])}\nquit\n")
+    )
+    assert main(["play", "--checkpoint", str(kept), "--human", "--search", "2"]) == 0
+    assert capsys.readouterr().out.strip().endswith("stopped")

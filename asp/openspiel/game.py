@@ -12,8 +12,8 @@ any other kind is refused in one line that says what the game is.
   game's value, and the search, the trainer and the records see alternating players.
 * A position's notation is the actions played from the start, OpenSpiel's action numbers
   separated by spaces (``"3 3 4"``), as ``pyspiel``'s own history; :meth:`parse_state` also
-  reads OpenSpiel's action names where they hold no space (``"a2a3 b7b6"``). A move's
-  notation is OpenSpiel's name of the action.
+  reads the moves' names (``"a2a3 b7b6"``). A move's notation is OpenSpiel's name of the
+  action, its spaces written ``_`` (go: ``B_d1``).
 * The network's input is OpenSpiel's observation tensor from the side to move's seat, plus
   two planes: whether the second player moves, and whether the move is a forced pass (the
   observation of some games does not say who moves). Its value for the side to move is the
@@ -216,14 +216,16 @@ class OpenSpielGame:
         return {"mcts100": MCTSMover(MCTSConfig(100))}
 
     def action_text(self, state: SpielState, action: int) -> str:
+        """OpenSpiel's name of ``action``, each run of spaces in it written ``_`` (go's
+        ``B d1``: ``B_d1``), so that a move is one word; ``pass`` for the forced pass."""
         if action == self.pass_action:
             return PASS_TEXT
-        return str(state.spiel.action_to_string(state.spiel.current_player(), int(action)))
+        return "_".join(str(state.spiel.action_to_string(state.spiel.current_player(), int(action))).split())
 
     def parse_action(self, state: SpielState, text: str) -> int:
         """The legal action named by ``text``: OpenSpiel's name of it (case aside), or its
         number."""
-        text = text.strip()
+        text = "_".join(text.split())
         legal = self.actions(state)
         if not legal or self.outcome(state) is not None:
             raise ValueError("the game is over")
