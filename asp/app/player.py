@@ -23,7 +23,7 @@ from typing import Any
 from torch import nn
 
 from asp.app.game_run import GameRun
-from asp.errors import ConfigError
+from asp.checks import check_int
 from asp.games import PlayConfig, play_games
 from asp.games.protocol import outcome
 from asp.search import SearchConfig
@@ -55,8 +55,8 @@ class Player:
         """
         from asp.app.run.checkpoint import run_from_checkpoint
 
-        if simulations is not None and (isinstance(simulations, bool) or not 0 <= simulations <= 10_000):
-            raise ConfigError(f"Player.load: simulations must be an int in 0..10000, got {simulations!r}")
+        if simulations is not None:
+            check_int("Player.load simulations", simulations, 0, 10_000)
         run, model, data = run_from_checkpoint(where, trust_game=trust_game)
         return cls(run, model, run.search_cfg(sampling=False, simulations=simulations), int(data["version"]))
 
