@@ -81,6 +81,16 @@ class ApplyRaises(TicTacToe):
         return super().apply(state, action)
 
 
+class ApplyRaisesLate(TicTacToe):
+    """``apply`` raises on action 8 at the seventh ply: past the plies at which the check
+    before play applies every action."""
+
+    def apply(self, state: Board, action: int) -> Board:
+        if action == 8 and len(state.moves) == 6:
+            raise KeyError("no cell")
+        return super().apply(state, action)
+
+
 class ApplyChangesItsArgument(TicTacToe):
     """``apply`` writes the move into its argument as well as into the new state."""
 

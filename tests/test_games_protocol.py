@@ -276,3 +276,18 @@ def test_a_game_with_parameters_is_made_from_its_spec_of_literals() -> None:
         with pytest.raises(ConfigError) as error:
             load_game(spec)
         one_line(error, f"--game {spec!r}: ", said)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_apply_raising_in_play_or_search_is_the_games_failure_named_in_one_line(mode: str) -> None:
+    with pytest.raises(GameError) as error:  # once a KeyError, tried again in a worker
+        for seed in range(8):
+            play(broken_games.ApplyRaisesLate(), mode, seed=seed)
+    one_line(error, "tictactoe: apply raised KeyError: 'no cell' on action 8 at position ", "apply takes every legal")
+
+
+def test_encode_of_the_wrong_rows_is_named_as_encode_not_the_network() -> None:
+    for game, rows in ((broken_games.EncodeLong(), 5), (broken_games.EncodeShort(), 3)):
+        with pytest.raises(GameError) as error:
+            play(game, "search")
+        one_line(error, f"tictactoe: encode gave {rows} rows for 4 positions: it gives one row per position")

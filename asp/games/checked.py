@@ -36,10 +36,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.errors import GameError, NonFiniteError
-from asp.games.protocol import Game, State
+from asp.errors import AspError, GameError, NonFiniteError
+from asp.games.protocol import Game, State, packed
 
-__all__ = ["legal_actions", "legal_choices", "network_output", "output_shapes"]
+__all__ = ["applied", "legal_actions", "legal_choices", "network_output", "output_shapes", "packed_rows"]
 
 _SLACK = 1e-5
 """How far past [-1, 1] a network's value may round (float32)."""
@@ -60,6 +60,38 @@ def legal_actions(game: Game[State], state: State) -> Sequence[int]:
             )
         raise _out_of_range(game, state, actions, "actions")
     return actions
+
+
+def applied(game: Game[State], state: State, action: int) -> State:
+    """``game.apply(state, action)``, for an action that ``actions`` listed: a failure of the
+    game's own is named, one line, as the game's (never tried again in a worker).
+
+    :raises GameError: ``apply`` raised; naming the game, the action and the position.
+    """
+    try:
+        return game.apply(state, action)
+    except AspError:
+        raise
+    except Exception as e:  # noqa: BLE001 (the game's own failure, said in one line)
+        said = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise GameError(
+            f"{game.name}: apply raised {type(e).__name__}{': ' + said if said else ''} on action {action} at "
+            f"{_where(game, state)}, which actions lists: apply takes every legal action"
+        ) from e
+
+
+def packed_rows(game: Game[State], states: Sequence[State]) -> np.ndarray:
+    """:func:`~asp.games.protocol.packed` ``states``, checked: one row per position.
+
+    :raises GameError: another count of rows, naming ``encode`` (or ``pack``, where the game has it).
+    """
+    rows = packed(game, states)
+    if len(rows) != len(states):
+        method = "pack" if hasattr(game, "pack") else "encode"
+        raise GameError(
+            f"{game.name}: {method} gave {len(rows)} rows for {len(states)} positions: it gives one row per position"
+        )
+    return rows
 
 
 def legal_choices(
@@ -112,6 +144,10 @@ def network_output(
     :raises GameError: the output is not two tensors of the protocol's shapes.
     :raises NonFiniteError: a logit or a value is NaN or infinite.
     """
+    if len(features) != count:
+        raise GameError(
+            f"{game.name}: encode gave {len(features)} rows for {count} positions: it gives one row per position"
+        )
     logits, value = output_shapes(game, net(features), count)
     logits_array, values = logits.detach().float().cpu().numpy(), value.detach().float().cpu().numpy()
     if not (np.isfinite(logits_array).all() and np.isfinite(values).all()):

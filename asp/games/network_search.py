@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.games.checked import legal_actions, network_output
+from asp.games.checked import applied, legal_actions, network_output
 from asp.games.protocol import Game, State, status
 from asp.search import Status
 
@@ -49,7 +49,7 @@ class NetworkSearch(Generic[State]):
         return legal_actions(self.game, state)
 
     def apply(self, state: State, action: int) -> State:
-        return self.game.apply(state, action)
+        return applied(self.game, state, action)
 
     def evaluate(self, states: Sequence[State]) -> tuple[list[np.ndarray], list[float]]:
         with torch.inference_mode():

@@ -40,7 +40,7 @@ from torch import nn
 
 from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
-from asp.games.checked import legal_actions, legal_choices, network_output
+from asp.games.checked import applied, legal_actions, legal_choices, network_output, packed_rows
 from asp.games.network_search import NetworkSearch
 from asp.games.protocol import (
     Game,
@@ -50,7 +50,6 @@ from asp.games.protocol import (
     adjudicated,
     heuristic,
     outcome,
-    packed,
     search_root,
     unpacked,
     winning,
@@ -203,7 +202,7 @@ class _Game(Generic[State]):
             if outcome(game, self.state) is not None:
                 break
             actions = legal_actions(game, self.state)
-            self.state = game.apply(self.state, actions[opening.randrange(len(actions))])
+            self.state = applied(game, self.state, actions[opening.randrange(len(actions))])
         self.start = game.state_text(self.state) if cfg.random_plies or not self.start else self.start
         self.rng = random.Random(f"asp:{cfg.seed}:{game_id}")
         self.self_play = not against_opponent
@@ -245,7 +244,7 @@ class _Game(Generic[State]):
             self.policy.extend(policy if policy is not None else [1.0 if a == action else 0.0 for a in legal])
             self.values.append(value)
         self.moves.append(game.action_text(self.state, action))
-        self.state = game.apply(self.state, action)
+        self.state = applied(game, self.state, action)
         self.actions.append(int(action))  # numpy's ints too: the records are written as JSON
         self._guess(game)
 
@@ -353,7 +352,7 @@ class _Step(Generic[State]):
         if cfg.fast_search is not None:
             fast = {g for g in rows_of[True] if g.rng.random() >= cfg.full_search_share}
         kept = [g for g in rows_of[True] if g not in fast] if cfg.samples else []
-        rows = packed(game, [g.state for g in kept]) if kept else None
+        rows = packed_rows(game, [g.state for g in kept]) if kept else None
         for i, g in enumerate(kept):
             assert rows is not None
             g.keep(rows[i], legal_actions(game, g.state), game.to_move(g.state))
