@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import re
 import signal
 import sys
 import threading
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from asp.app.game_run import GameRun
     from asp.app.run import RunDir
 
-__all__ = ["HELP", "MAX_STALENESS", "add_arguments", "run"]
+__all__ = ["HELP", "MAX_STALENESS", "add_arguments", "directory_name", "run"]
 
 HELP = "train a game (TinyChess by default) by pipelined self-play (the main job)"
 """The command's line in ``asp --help``."""
@@ -36,6 +37,16 @@ HELP = "train a game (TinyChess by default) by pipelined self-play (the main job
 MAX_STALENESS = 16
 """``asp.pipeline.MAX_STALENESS``, for the help text: importing the pipeline imports torch,
 which ``asp --help`` should not wait for (tests/test_cli_help.py keeps the two equal)."""
+
+
+def directory_name(name: str) -> str:
+    """A game's name as the name of its default run directory: each run of characters other
+    than letters, digits, ``.``, ``_`` and ``-`` written ``-``.
+
+    >>> directory_name("connect4"), directory_name("openspiel:breakthrough(rows=6,columns=6)")
+    ('connect4', 'openspiel-breakthrough-rows-6-columns-6')
+    """
+    return re.sub(r"[^\w.-]+", "-", name, flags=re.ASCII).strip("-") or "run"
 
 
 def add_arguments(train: argparse.ArgumentParser) -> None:
@@ -145,7 +156,7 @@ def _add_machine_options(train: argparse.ArgumentParser) -> None:
         help="Ray only: 'auto' joins this machine's Ray cluster, ray://HOST:PORT a Ray client (default: "
         "a private Ray instance on this machine)",
     )
-    train.add_argument("--run-dir", help="run directory (default runs/<name>)")
+    train.add_argument("--run-dir", help="run directory (default runs/<name>, the game's name)")
     train.add_argument("--name", help="run name, for the default run directory (default: the game's name)")
     train.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR where it stopped")
     train.add_argument("--device", help="trainer device: auto, cpu, cuda (default auto)")
@@ -180,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         if not run.path.is_dir():
             raise RunError(f"{run.path}: no run directory to resume")
     else:
-        run = RunDir(args.run_dir or Path("runs") / (args.name or str(game.game.name)))
+        run = RunDir(args.run_dir or Path("runs") / (args.name or directory_name(str(game.game.name))))
         made = [p for p in (run.path, *run.path.parents) if not p.exists()]
         check_output_directory("--run-dir", run.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
