@@ -2,11 +2,13 @@
 
 A game implements :class:`Game` (rules, encoding, network, notation, and optional extras such
 as winning actions, symmetries and movers); :func:`play_games` plays it in batches, with or
-without search, against itself, a network or a :class:`Mover`; :class:`Trainer` learns from
-its records. None of it knows a particular game or the orchestrator: :class:`asp.SelfPlay`
+without search, against itself, a network or a :class:`Mover` (:class:`RandomMover`, and
+:class:`RolloutMCTSMover`, a tree search with random playouts that needs only the protocol);
+:class:`Trainer` learns from its records. None of it knows a particular game or the orchestrator: :class:`asp.SelfPlay`
 plays a :class:`PlayConfig` like any other.
 """
 
+from asp.games.mcts import RolloutConfig, RolloutMCTSMover
 from asp.games.movers import BaseMover, RandomMover
 from asp.games.play import PlayConfig, play_games
 from asp.games.protocol import Game, MoveFailed, Mover, Symmetry
@@ -23,6 +25,8 @@ __all__ = [
     "PlayConfig",
     "RandomMover",
     "Record",
+    "RolloutConfig",
+    "RolloutMCTSMover",
     "Samples",
     "Symmetry",
     "TrainConfig",
