@@ -444,3 +444,15 @@ def test_train_of_a_game_that_breaks_a_rule_stops_in_one_line_before_it_writes(
     assert main(argv) == 2
     one_line_error((2, capsys.readouterr().err), "tictactoe: apply raised IndexError: list index out of range")
     assert not run.exists()
+
+
+@pytest.mark.slow
+def test_an_evaluation_past_its_budget_of_time_plays_one_round_of_each_match(tmp_path: Path) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(
+        'game = "connect4"\niterations = 1\ngames = 4\nsearch = 2\neval_search = 2\neval_games = 60\n'
+        "eval_precision = 0.0\neval_budget = 0.0001\n\n[network]\nhidden = 8\ntower = 1\n"
+    )
+    ok(asp("train", "--config", str(config), "--workers", "2", "--no-progress", "--run-dir", "run", cwd=tmp_path))
+    line = read_metrics(tmp_path / "run")[-1]
+    assert line["eval/games"] == line["eval_winblock/games"] == line["eval_lookahead/games"] == 20  # of 60

@@ -39,6 +39,8 @@ CHESS = TinyChessGame()
         ("eval_precision", -0.01),
         ("eval_precision", 0.51),
         ("eval_precision", "0.05"),
+        ("eval_budget", -0.1),
+        ("eval_budget", 10.5),
         ("max_plies", 0),
         ("play_batch", 0),
         ("search", 0),
@@ -74,6 +76,9 @@ def test_a_run_stored_before_eval_precision_existed_plays_every_evaluation_game(
     assert GameRunConfig.from_dict(data).eval_precision == 0.1  # the default of new runs
     del data["eval_precision"]
     assert GameRunConfig.from_dict(data).eval_precision == 0.0
+    assert GameRunConfig.from_dict(data).eval_budget == 0.5
+    del data["eval_budget"]
+    assert GameRunConfig.from_dict(data).eval_budget == 0.0  # a run stored before: no limit, as it ran
 
 
 def test_game_run_config_round_trips_through_a_dict_and_json() -> None:

@@ -4,6 +4,7 @@ at once come back by name, or raise the first failure as it is."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -58,6 +59,7 @@ async def test_a_match_cut_short_is_the_start_of_the_match_played_out() -> None:
     async with SelfPlay(workers=2) as selfplay:
         whole = await play_match(selfplay, net, WinBlockMover(), cfg, precision=0.0)
         cuts = {p: await play_match(selfplay, net, WinBlockMover(), cfg, precision=p) for p in (0.05, 0.5)}
+        late = await play_match(selfplay, net, WinBlockMover(), cfg, precision=0.0, deadline=time.monotonic())
         both = await play_matches(
             selfplay, net, {"winblock": (WinBlockMover(), cfg), "random": (RandomMover(), cfg)}, precision=0.5
         )
@@ -71,6 +73,7 @@ async def test_a_match_cut_short_is_the_start_of_the_match_played_out() -> None:
         n = _first_settled(whole.records, precision)
         assert [r.actions for r in cut.records] == [r.actions for r in whole.records[:n]], precision
     assert len(cuts[0.5].records) == ROUND_GAMES  # any score is known to +-0.5 after one round
+    assert [r.actions for r in late.records] == [r.actions for r in whole.records[:ROUND_GAMES]]  # past its deadline
     # An untrained network loses every game to the win/block mover: 0 of 40 is 0 .. 0.09.
     assert match_result_of(whole.records).score == 0.0 and len(cuts[0.05].records) == 2 * ROUND_GAMES
     assert list(both) == ["winblock", "random"]

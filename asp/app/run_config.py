@@ -144,6 +144,10 @@ class GameRunConfig:
     eval_precision: float = 0.1
     """An evaluation stops, after a round of 20 games, once the 95% interval of its score is
     at most this much either side (0 to 0.5: 0 plays every game; see :mod:`asp.app.evaluation.matches`)."""
+    eval_budget: float = 0.5
+    """The most time an evaluation may take, as a share of the training's wall time since the
+    evaluation before (0 to 10; 0: no limit): past it, no match starts another round (each
+    plays one round at least), so that a slow mover costs the run no more than this share."""
     train: TrainConfig = field(default_factory=TrainConfig)
     """The trainer."""
     eval_engine: dict[str, Any] | None = None
@@ -176,6 +180,7 @@ class GameRunConfig:
         ):
             check_int(f"GameRunConfig.{name}", getattr(self, name), low, high)
         check_number("GameRunConfig.eval_precision", self.eval_precision, 0, 0.5)
+        check_number("GameRunConfig.eval_budget", self.eval_budget, 0, 10)
         check_number("GameRunConfig.full_search_share", self.full_search_share, 0.01, 1)
         check_bool("GameRunConfig.overlap", self.overlap)
         if not isinstance(self.train, TrainConfig):
@@ -197,11 +202,13 @@ class GameRunConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GameRunConfig:
         """The config that :meth:`to_dict` wrote; a field this asp does not know raises
-        ConfigError naming it. A stored config without ``eval_precision`` reads as 0."""
+        ConfigError naming it. A stored config without ``eval_precision`` or ``eval_budget``
+        reads it as 0 (every evaluation game played, no limit of time), as it was run."""
         data = fields_of("GameRunConfig", cls, data)
         if "game" not in data:
             raise ConfigError("GameRunConfig.game is missing: a run's config names its game")
         data.setdefault("eval_precision", 0.0)  # a run stored before it played every evaluation game
+        data.setdefault("eval_budget", 0.0)  # a run stored before its evaluations had a budget of time
         train = TrainConfig(**fields_of("GameRunConfig.train", TrainConfig, data.pop("train", {})))
         engine = data.pop("eval_engine", None)
         if engine is not None and not isinstance(engine, dict):

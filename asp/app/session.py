@@ -255,7 +255,8 @@ class _Saver:
                 _kept_networks, run, past_versions(kept_versions(run.path), version), self.game
             )
             line["eval/version"] = version
-            line.update(await self._evaluate(report.iteration, evaluated, version, past))
+            seconds = self._budget(line)
+            line.update(await self._evaluate(report.iteration, evaluated, version, past, seconds))
             line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
             await finish_in_thread(keep_version, run, self.game.cfg, version=version,
@@ -280,13 +281,33 @@ class _Saver:
                  checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
         return line
 
+    def _budget(self, line: dict[str, Any]) -> float | None:
+        """The seconds the evaluation of the iteration of ``line`` may take: ``eval_budget`` of
+        the training's wall time since the evaluation before, that iteration's own included
+        (None: no limit)."""
+        share = self.game.cfg.eval_budget
+        if share <= 0:
+            return None
+        since = float(line.get("time/wall", 0.0))
+        for line in reversed(self.history):
+            if "eval/version" in line:
+                break
+            since += float(line.get("time/wall", 0.0))
+        return share * since
+
     async def _evaluate(
-        self, iteration: int, model: torch.nn.Module, version: int, past: list[tuple[int, torch.nn.Module]]
+        self,
+        iteration: int,
+        model: torch.nn.Module,
+        version: int,
+        past: list[tuple[int, torch.nn.Module]],
+        seconds: float | None,
     ) -> dict[str, Any]:
-        """The evaluation of ``model``, the weights ``iteration`` trained, as ``version``; a
-        failure that another attempt would only repeat names the iteration (IterationFailed)."""
+        """The evaluation of ``model``, the weights ``iteration`` trained, as ``version``, in
+        ``seconds`` (see :func:`~asp.app.evaluation.evaluate.evaluate`); a failure that another
+        attempt would only repeat names the iteration (IterationFailed)."""
         try:
-            return await evaluate(self.game, self.selfplay, model, version, past, self.engine)
+            return await evaluate(self.game, self.selfplay, model, version, past, self.engine, seconds=seconds)
         except ShardFailed as e:
             if isinstance(e.error, NotRetried):
                 raise IterationFailed(iteration, e.error) from e

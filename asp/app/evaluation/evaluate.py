@@ -6,6 +6,7 @@ and it is found (``eval_sf/...``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,10 +46,20 @@ def engine_opponent(run: GameRun, path: str | None) -> tuple[Any, str | None]:
 
 
 async def evaluate(
-    run: GameRun, selfplay: SelfPlay, model: torch.nn.Module, version: int, past: Past = (), engine: Any = None
+    run: GameRun,
+    selfplay: SelfPlay,
+    model: torch.nn.Module,
+    version: int,
+    past: Past = (),
+    engine: Any = None,
+    *,
+    seconds: float | None = None,
 ) -> dict[str, Any]:
     """The metrics of the evaluation of ``model`` as ``version``: its matches against
-    ``past`` versions, the game's movers and ``engine`` (see the module docstring)."""
+    ``past`` versions, the game's movers and ``engine`` (see the module docstring). Where
+    ``seconds`` is given, no match starts a round after that long: each plays one round at
+    least, and more only while the time lasts (a slow mover costs the run its first round)."""
+    deadline = None if seconds is None else time.monotonic() + seconds
     # The matches against past versions first: the costliest, split between the workers.
     matches: dict[str, tuple[Any, Any]] = {
         f"eval_v{old}": (network, run.version_match_cfg(version, old)) for old, network in past
@@ -58,15 +69,17 @@ async def evaluate(
     for name, mover in movers.items():
         if name != "random":
             matches[f"eval_{name}"] = (mover, run.mover_match_cfg(version))
-    played = await play_matches(selfplay, model, matches, precision=run.cfg.eval_precision, priority=EVAL_PRIORITY)
+    played = await play_matches(
+        selfplay, model, matches, precision=run.cfg.eval_precision, priority=EVAL_PRIORITY, deadline=deadline
+    )
     line = matches_metrics(played)
     if engine is not None:
-        line.update(await _engine_match(run, selfplay, model, version, engine))
+        line.update(await _engine_match(run, selfplay, model, version, engine, deadline))
     return line
 
 
 async def _engine_match(
-    run: GameRun, selfplay: SelfPlay, model: torch.nn.Module, version: int, engine: Any
+    run: GameRun, selfplay: SelfPlay, model: torch.nn.Module, version: int, engine: Any, deadline: float | None
 ) -> dict[str, Any]:
     """The match against the engine: ``eval_sf/...``. An engine that keeps failing, or a
     match with no game finished, is logged and reported as ``eval_sf/error``: it never
@@ -74,7 +87,12 @@ async def _engine_match(
     cfg = run.mover_match_cfg(version)
     try:
         played = await play_matches(
-            selfplay, model, {"eval_sf": (engine, cfg)}, precision=run.cfg.eval_precision, priority=EVAL_PRIORITY
+            selfplay,
+            model,
+            {"eval_sf": (engine, cfg)},
+            precision=run.cfg.eval_precision,
+            priority=EVAL_PRIORITY,
+            deadline=deadline,
         )
         failures = match_result_of(played["eval_sf"].records).engine_failures
     except (ShardFailed, NotRetried, ConfigError) as e:

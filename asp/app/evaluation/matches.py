@@ -4,8 +4,9 @@ An evaluation does not need 100 games to tell that a model beats the random move
 games won of 40, the 95% interval of its score is already 0.91 to 1. A match is played in
 rounds of :data:`ROUND_GAMES` games (half with each colour) and ends after the first round
 at which that interval is at most ``± precision`` wide (:func:`settled`), or at its
-``n_games``. Its games are the first games of the whole match, with the same ids and seeds:
-a match cut short is the start of the match played out.
+``n_games``, or after the round that ends past its deadline (an evaluation's budget of
+time). Its games are the first games of the whole match, with the same ids and seeds: a
+match cut short is the start of the match played out.
 
 >>> from asp.app.evaluation.elo import match_result
 >>> settled(match_result(wins=40, draws=0, losses=0), 0.05)
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -88,23 +90,34 @@ def settled(result: MatchResult, precision: float) -> bool:
 
 
 async def play_match(
-    selfplay: SelfPlay, model: torch.nn.Module, opponent: Any, cfg: Any, *, precision: float, priority: int = 0
+    selfplay: SelfPlay,
+    model: torch.nn.Module,
+    opponent: Any,
+    cfg: Any,
+    *,
+    precision: float,
+    priority: int = 0,
+    deadline: float | None = None,
 ) -> Match:
     """Play ``cfg`` (a play config of ``model`` against ``opponent``, ``cfg.n_games`` games
     from ``cfg.first_game``) in rounds, until its score is :func:`settled` to ``precision``
-    or every game is played (``precision`` 0: all of them, in one call)."""
+    or every game is played (``precision`` 0: all of them, in one call where there is no
+    ``deadline``), or a round ends past ``deadline`` (:func:`time.monotonic`; the first round
+    is always played)."""
     records: list[Any] = []
     seconds = worker_seconds = 0.0
     played = 0
     while played < cfg.n_games:
-        n_games = cfg.n_games if precision == 0 else min(ROUND_GAMES, cfg.n_games - played)
+        n_games = cfg.n_games if precision == 0 and deadline is None else min(ROUND_GAMES, cfg.n_games - played)
         round_cfg = dataclasses.replace(cfg, first_game=cfg.first_game + played, n_games=n_games)
         games, stats = await selfplay.play(model, opponent, round_cfg, priority=priority)
         records += games
         played += n_games
         seconds += stats["seconds"]
         worker_seconds += stats["worker_seconds"]
-        if played < cfg.n_games and settled(match_result_of(records), precision):
+        if played < cfg.n_games and (
+            settled(match_result_of(records), precision) or (deadline is not None and time.monotonic() >= deadline)
+        ):
             break
     return Match(records, seconds, worker_seconds)
 
@@ -116,9 +129,11 @@ async def play_matches(
     *,
     precision: float,
     priority: int = 0,
+    deadline: float | None = None,
 ) -> dict[str, Match]:
     """:func:`play_match` of each ``name: (opponent, cfg)`` of ``matches``, all at once (the
-    rounds of one fill the workers beside another's), by name in the same order.
+    rounds of one fill the workers beside another's), by name in the same order; none starts
+    a round past ``deadline``.
 
     Free workers take the matches' games in the order given: a match given first is shared
     between the workers that are free, so give the costliest first. (The last match's calls
@@ -126,7 +141,9 @@ async def play_matches(
     played: dict[str, Match] = {}
 
     async def one(name: str, opponent: Any, cfg: Any, rank: int) -> None:
-        played[name] = await play_match(selfplay, model, opponent, cfg, precision=precision, priority=rank)
+        played[name] = await play_match(
+            selfplay, model, opponent, cfg, precision=precision, priority=rank, deadline=deadline
+        )
 
     try:
         async with anyio.create_task_group() as group:
