@@ -39,7 +39,7 @@ from torch import nn
 from asp.errors import AspError, GameError, NonFiniteError
 from asp.games.protocol import Game, State, packed
 
-__all__ = ["applied", "legal_actions", "legal_choices", "network_output", "output_shapes", "packed_rows"]
+__all__ = ["applied", "legal_actions", "legal_choices", "network_output", "output_shapes", "packed_rows", "raised"]
 
 _SLACK = 1e-5
 """How far past [-1, 1] a network's value may round (float32)."""
@@ -73,11 +73,21 @@ def applied(game: Game[State], state: State, action: int) -> State:
     except AspError:
         raise
     except Exception as e:  # noqa: BLE001 (the game's own failure, said in one line)
-        said = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
         raise GameError(
-            f"{game.name}: apply raised {type(e).__name__}{': ' + said if said else ''} on action {action} at "
-            f"{_where(game, state)}, which actions lists: apply takes every legal action"
+            f"{game.name}: apply raised {raised(e)} on action {action} at {_where(game, state)}, which actions "
+            "lists: apply takes every legal action"
         ) from e
+
+
+def raised(error: BaseException) -> str:
+    """``error`` in a few words for a one-line message: its type, and the first line of what
+    it says (at most 200 characters).
+
+    >>> raised(IndexError("list index out of range")), raised(KeyError())
+    ('IndexError: list index out of range', 'KeyError')
+    """
+    said = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    return f"{type(error).__name__}: {said}" if said else type(error).__name__
 
 
 def packed_rows(game: Game[State], states: Sequence[State]) -> np.ndarray:

@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from asp.errors import GameError
+from asp.games.checked import applied, raised
 from asp.games.protocol import Game
 
 __all__ = ["check_game"]
@@ -87,8 +88,7 @@ def _call(game: Game[Any], method: str, call: Callable[[], Any], state: Any = No
         return call()
     except Exception as e:  # noqa: BLE001 (a user's method: any failure is theirs, said in one line)
         at = "" if state is None else f" at {_where(game, state)}"
-        said = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-        raise GameError(f"{game.name}: {method} raised {type(e).__name__}{': ' + said if said else ''}{at}") from None
+        raise GameError(f"{game.name}: {method} raised {raised(e)}{at}") from None
 
 
 def _to_move(game: Game[Any], state: Any) -> int:
@@ -150,14 +150,7 @@ def _apply(game: Game[Any], state: Any, actions: list[int], mover: int) -> dict[
             before = None
     after = {}
     for action in actions:
-        try:
-            after[action] = game.apply(state, action)
-        except Exception as e:  # noqa: BLE001 (a user's method: any failure is theirs, said in one line)
-            said = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-            raise GameError(
-                f"{game.name}: apply raised {type(e).__name__}{': ' + said if said else ''} on action {action} at "
-                f"position {text!r}, which actions lists: apply takes every legal action"
-            ) from None
+        after[action] = applied(game, state, action)
         changed = game.state_text(state) != text or (before is not None and _has_own_eq(before) and before != state)
         if changed or after[action] is state:
             raise GameError(
