@@ -360,13 +360,13 @@ async def test_training_goes_on_while_an_evaluation_plays_and_the_iterations_are
         trained.append(len(trained))
         return train(self, *args, **kwargs)
 
-    async def evaluate_later(game: GameRun, selfplay: Any, model: Any, version: int, *rest: Any) -> Any:
+    async def evaluate_later(game: GameRun, selfplay: Any, model: Any, version: int, *rest: Any, **named: Any) -> Any:
         if version + 1 < game.cfg.iterations:  # the last two versions have no two iterations after them
             deadline = time.monotonic() + 60
             while len(trained) <= version + 1 and time.monotonic() < deadline:  # noqa: ASYNC110 (counted in the trainer's thread)
                 await asyncio.sleep(0.05)
             overlapped[version] = len(trained) > version + 1
-        return await evaluate(game, selfplay, model, version, *rest)
+        return await evaluate(game, selfplay, model, version, *rest, **named)
 
     monkeypatch.setattr(Trainer, "train", counted_train)
     monkeypatch.setattr(asp.app.session, "evaluate", evaluate_later)
