@@ -6,11 +6,12 @@ It plays as ``asp eval`` and ``asp moves`` play it: its search with the run's ``
 simulations, without noise, the best action taken (no sampling); ``simulations=0`` plays the
 network's policy alone.
 
->>> player = Player.load("runs/connect4")  # doctest: +SKIP
->>> game = player.game
->>> state = game.parse_state("4453")  # doctest: +SKIP
->>> game.action_text(state, player.move(state))  # doctest: +SKIP
-'3'
+For instance, with a Connect Four run in ``runs/connect4``::
+
+    player = Player.load("runs/connect4")
+    game = player.game
+    state = game.parse_state("4453")
+    print(game.action_text(state, player.move(state)))
 """
 
 from __future__ import annotations
