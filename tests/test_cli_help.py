@@ -58,7 +58,7 @@ def test_the_help_says_the_pipeline_s_staleness_limit() -> None:
     assert train.MAX_STALENESS == MAX_STALENESS
 
 
-@pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search"])
+@pytest.mark.parametrize("field", ["games", "max_plies", "eval_every", "search", "eval_search"])
 def test_the_defaults_in_the_help_are_the_configs_for_tinychess_connect_four_and_other_games(field: str) -> None:
     from asp.app.run_config import GameRunConfig, defaults_for
 

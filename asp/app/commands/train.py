@@ -89,7 +89,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "--eval-search",
         type=int,
         help="simulations of the model's search when it plays to win (evaluations, asp eval); "
-        "0: the policy alone (default 64)",
+        "0: the policy alone (default 64; Connect Four: 256; other games: 64)",
     )
     train.add_argument("--policy-only", action="store_true", help=argparse.SUPPRESS)  # refused, with what to do
     train.add_argument(
