@@ -12,11 +12,11 @@ from collections.abc import Iterator
 import pytest
 from _pytest.doctest import DoctestItem
 
-from asp.log import configure_logging
+from asp.util.log import configure_logging
 
 pytest_plugins = ["pytester"]  # tests/test_duration_guard.py runs pytest on tests of its own
 
-SLOW_DOCTESTS = ("asp.pipeline", "asp.selfplay", "asp.sync")
+SLOW_DOCTESTS = ("asp.pipeline", "asp.selfplay.coordinator", "asp.selfplay.sync")
 """Modules whose doctests start worker processes (seconds each): left out of ``-m "not slow"``."""
 
 

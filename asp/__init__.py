@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from asp.errors import AspError, ClosedError, ConfigError, LoopError, ShardCancelled, ShardFailed
-    from asp.log import configure_logging
     from asp.pipeline import IterationReport, Pipeline
     from asp.progress import heartbeat, more_games
     from asp.selfplay import PlayFn, SelfPlay, ShardResult
-    from asp.sync import SyncSelfPlay, play_games_parallel
+    from asp.selfplay.sync import SyncSelfPlay, play_games_parallel
+    from asp.util.log import configure_logging
 
 __all__ = [
     "AspError",
@@ -53,9 +53,9 @@ _LAZY = {
     "PlayFn": "asp.selfplay",
     "SelfPlay": "asp.selfplay",
     "ShardResult": "asp.selfplay",
-    "SyncSelfPlay": "asp.sync",
-    "configure_logging": "asp.log",
-    "play_games_parallel": "asp.sync",
+    "SyncSelfPlay": "asp.selfplay.sync",
+    "configure_logging": "asp.util.log",
+    "play_games_parallel": "asp.selfplay.sync",
 }
 
 

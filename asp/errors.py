@@ -39,7 +39,7 @@ class AspError(Exception):
 class ConfigError(AspError, ValueError):
     """A config field or option has a value outside its allowed range.
 
-    The message names the field and the values it allows (:func:`asp.checks.check_int` and
+    The message names the field and the values it allows (:func:`asp.util.checks.check_int` and
     its siblings write it).
     """
 

@@ -63,11 +63,11 @@ from typing import Any
 import structlog
 from torch import nn
 
-from asp.checks import check_int
 from asp.errors import AspError, IterationFailed, NotRetried, ShardFailed
 from asp.selfplay import SelfPlay, ShardResult
-from asp.shards import collect_games
-from asp.shield import finish_in_thread, wait_out
+from asp.selfplay.shards import collect_games
+from asp.util.checks import check_int
+from asp.util.cleanup import finish_in_thread, wait_out
 
 __all__ = ["MAX_STALENESS", "IterationReport", "Pipeline"]
 

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 
 from asp import SelfPlay
+from asp.backends.weights import WeightStore
 from asp.testing import FaultConfig, fault_play
-from asp.weights import WeightStore
 
 
 @dataclass(frozen=True)

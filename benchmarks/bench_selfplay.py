@@ -57,10 +57,10 @@ import torch
 from torch import nn
 
 from asp import SelfPlay, configure_logging
+from asp.backends.weights import WeightStore
 from asp.games import PlayConfig, play_games
 from asp.selfplay import default_shard_games
 from asp.tinychess import TinyChess, TinyChessGame
-from asp.weights import WeightStore
 
 # Spawn workers import the game of section 4 (baseline_pool.UnevenChess) by module name: make
 # sure this directory is on sys.path (it is when run as a script), since the children inherit

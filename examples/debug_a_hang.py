@@ -14,15 +14,15 @@ wrapped)::
     11:48:26.150 [error    ] worker_stalled  attempt=0 model_version=0 pid=2269 plies=11 process=2221
                                              publication=1 seconds_without_progress=2.09 shard=1 slot=1
     Thread 0x00007f88c4c286c0 (most recent call first):
-      File "asp/worker.py", line ... in watch
+      File "asp/backends/worker.py", line ... in watch
       File ".../threading.py", line ... in run
       [...]
     Current thread 0x00007f88e741ab80 (most recent call first):
       File "asp/testing.py", line ... in _misbehave
       File "asp/testing.py", line ... in _begin
       File "asp/testing.py", line ... in fault_play
-      File "asp/worker.py", line ... in play_task
-      File "asp/worker.py", line ... in run_shard
+      File "asp/backends/worker.py", line ... in play_task
+      File "asp/backends/worker.py", line ... in run_shard
       File ".../concurrent/futures/process.py", line ... in _process_worker
       [...]
     11:48:26.223 [info     ] worker_killed   pid=2269 reason='worker 2269 stalled: no progress for 2.1 s'
@@ -51,7 +51,7 @@ How to read ``worker_stalled``, step by step:
    first": the first frame under a thread's header is where that thread is now. Find the
    thread whose frames pass through your play_fn (``fault_play`` here): its top frame,
    ``_misbehave`` in asp/testing.py (the ``time.sleep`` inside ``while True``; the log gives
-   its line), is where it hung. The thread whose top frame is ``watch`` in asp/worker.py is asp's own
+   its line), is where it hung. The thread whose top frame is ``watch`` in asp/backends/worker.py is asp's own
    ``asp-parent-watchdog`` (faulthandler prints no thread names); it sleeps there by design.
    "Current thread" only names the thread that handled the signal.
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.checks import check_int
 from asp.games import PlayConfig, RandomMover, Symmetry, play_games
+from asp.util.checks import check_int
 
 __all__ = ["Board", "NetConfig", "TicTacToe", "TicTacToeNet"]
 

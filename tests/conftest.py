@@ -33,7 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def logs() -> Iterator[list[dict[str, Any]]]:
     """Every structlog event the coordinator logs during the test, debug level included.
 
-    structlog is reset to its defaults first: ``configure_logging`` (the doctest of asp.log, an
+    structlog is reset to its defaults first: ``configure_logging`` (the doctest of asp.util.log, an
     application) may have raised the level, which would filter the info and debug events out.
     The previous configuration is restored afterwards.
     """

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from asp.app.run.curves import plot_curves
-from asp.atomic import is_special_file, save_atomic, write_bytes_atomic, write_text_atomic
 from asp.games import PlayConfig, play_games
 from asp.tinychess import TinyChessGame
+from asp.util.atomic import is_special_file, save_atomic, write_bytes_atomic, write_text_atomic
 
 Writer = Callable[[Path], None]
 

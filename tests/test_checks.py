@@ -1,4 +1,4 @@
-"""asp.checks: what is refused before anything reaches a worker. Here, the rule that a worker
+"""asp.util.checks: what is refused before anything reaches a worker. Here, the rule that a worker
 rebuilds a network as ``type(net)(net.cfg)``: a network it would not rebuild faithfully is
 refused, naming the rule, before any shard is sent."""
 
@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from asp import ConfigError, SelfPlay
-from asp.checks import check_rebuildable
 from asp.connect4 import ConnectFour
 from asp.games import PlayConfig
+from asp.util.checks import check_rebuildable
 
 
 class NoCfg(nn.Module):

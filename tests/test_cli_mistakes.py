@@ -25,8 +25,8 @@ from run_helpers import untrained_state
 from asp.app.game_run import GameRun
 from asp.app.run.checkpoint import CHECKPOINT
 from asp.app.run_config import defaults_for
-from asp.atomic import save_atomic
 from asp.tinychess.game import TinyChessGame
+from asp.util.atomic import save_atomic
 
 LIMIT = 60  # seconds for one refused command; each takes a few (importing torch)
 TINY_RUN = dataclasses.replace(

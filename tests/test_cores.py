@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from asp import SelfPlay
-from asp.cores import _cgroup_quota, available_cores
 from asp.testing import fault_play
+from asp.util.cores import _cgroup_quota, available_cores
 
 
 def test_default_workers_follow_the_cpu_affinity() -> None:

@@ -32,7 +32,7 @@ from helpers import assert_pgn_extract_accepts, pgn_games, pid_alive, survivors
 from asp.app.evaluation.elo import match_result_of
 from asp.errors import ConfigError
 from asp.games import MODEL, OPPONENT, Mover, PlayConfig, Record, play_games
-from asp.sync import play_games_parallel
+from asp.selfplay.sync import play_games_parallel
 from asp.tinychess import ModelConfig, TinyChess
 from asp.tinychess.engine import EngineConfig, EngineFailed, EngineNotFound, EngineOpponent
 from asp.tinychess.game import TinyChessGame

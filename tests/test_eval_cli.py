@@ -22,7 +22,7 @@ from asp.app.cli import main
 from asp.app.evaluation.elo import match_result
 from asp.app.run.checkpoint import CHECKPOINT
 from asp.app.run_config import defaults_for
-from asp.atomic import save_atomic
+from asp.util.atomic import save_atomic
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -1,18 +1,23 @@
 """The layers, checked on the source: no module imports a layer above its own.
 
 * the search, ``asp.search`` (batched tree search over a small game protocol): of asp it may
-  import only itself, ``asp.progress``, ``asp.errors`` and ``asp.checks`` (the range checks
+  import only itself, ``asp.progress``, ``asp.errors`` and ``asp.util.checks`` (the range checks
   of config fields); it knows no game;
 * the game protocol, ``asp.games`` (the protocol, and the play loop, trainer and movers every
   game shares): of asp it may import only itself, the search, ``asp.progress`` (the heartbeat
-  and ``more_games``), ``asp.errors`` and ``asp.checks``; it knows no particular game;
+  and ``more_games``), ``asp.errors`` and ``asp.util.checks``; it knows no particular game;
 * a game, ``asp.tinychess``, ``asp.connect4`` or ``asp.openspiel`` (rules, encoding, model, opponents...): of asp
   it may import only itself, the game protocol and what the protocol may import; no game
   imports another;
 * the orchestrator, every other module of ``asp`` outside ``asp.app``: it knows no game and no
   command line, so it imports neither the game protocol, nor a game, nor ``asp.app``;
 * the application, ``asp.app`` (the ``asp`` command, run directory, session, evaluation
-  matches, display, curves, PGN files): it may import anything.
+  matches, display, curves, PGN files): it may import anything;
+* under every layer, ``asp.util`` (range checks, logging, atomic files, clean-up under
+  cancellation...): of asp it may import only itself and ``asp.errors``.
+
+The root of the package holds the public modules only (:data:`PUBLIC_ROOT`); the rest lives in
+packages named for what they hold.
 
 Every import counts, at module level or inside a function (a lazy import is still a tie);
 docstrings (doctest examples) do not.
@@ -28,10 +33,14 @@ import pytest
 import asp
 
 ROOT = Path(asp.__file__).parent
-SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors", "asp.checks")
+SEARCH_MAY_IMPORT = ("asp.search", "asp.progress", "asp.errors", "asp.util.checks")
 PROTOCOL_MAY_IMPORT = ("asp.games", *SEARCH_MAY_IMPORT)
+UTIL_MAY_IMPORT = ("asp.util", "asp.errors")
 GAMES = ("asp.tinychess", "asp.connect4", "asp.openspiel")
 """The games asp ships: each a package of its own."""
+PUBLIC_ROOT = {"__init__.py", "errors.py", "progress.py", "pipeline.py", "testing.py"}
+"""The modules at the root of ``asp``: the package's front, its errors, the heartbeat a game's
+loop calls, the pipeline, and the helpers of a user's tests; every other module is in a package."""
 
 
 def module_name(path: Path) -> str:
@@ -69,6 +78,8 @@ def layer(module: str) -> str:
         return "application"
     if module == "asp.search" or module.startswith("asp.search."):
         return "search"
+    if _within(module, "asp.util"):
+        return "util"
     return "orchestrator"
 
 
@@ -81,11 +92,11 @@ def violations(module: str, imports: list[str]) -> list[str]:
             continue
         own_game = [game for game in GAMES if _within(module, game)]
         allowed = {"game": (*own_game, *PROTOCOL_MAY_IMPORT), "protocol": PROTOCOL_MAY_IMPORT}.get(own)
-        allowed = SEARCH_MAY_IMPORT if own == "search" else allowed
+        allowed = SEARCH_MAY_IMPORT if own == "search" else UTIL_MAY_IMPORT if own == "util" else allowed
         if allowed is not None and not any(name == ok or name.startswith(ok + ".") for ok in allowed):
             if name != "asp":  # ``from asp import x`` is judged by its full name, asp.x
                 bad.append(name)
-        elif own == "orchestrator" and layer(name) != "orchestrator":
+        elif own == "orchestrator" and layer(name) not in ("orchestrator", "util"):
             bad.append(name)
     return bad
 
@@ -102,7 +113,11 @@ def test_no_module_imports_a_layer_above_its_own(module: str, path: Path) -> Non
 
 def test_every_layer_has_modules() -> None:
     layers = {layer(m) for m, _ in all_modules()}
-    assert layers == {"search", "protocol", "game", "orchestrator", "application"}
+    assert layers == {"search", "protocol", "game", "orchestrator", "application", "util"}
+
+
+def test_the_root_of_the_package_holds_the_public_modules_only() -> None:
+    assert {p.name for p in ROOT.glob("*.py")} == PUBLIC_ROOT
 
 
 @pytest.mark.parametrize(
@@ -111,8 +126,8 @@ def test_every_layer_has_modules() -> None:
         ("asp.tinychess.game", "from asp.selfplay import SelfPlay", ["asp.selfplay", "asp.selfplay.SelfPlay"]),
         (
             "asp.tinychess.pgn",
-            "from asp.atomic import write_text_atomic",
-            ["asp.atomic", "asp.atomic.write_text_atomic"],
+            "from asp.util.atomic import write_text_atomic",
+            ["asp.util.atomic", "asp.util.atomic.write_text_atomic"],
         ),
         ("asp.tinychess.game", "from asp import SelfPlay", ["asp.SelfPlay"]),
         ("asp.tinychess.game", "from .. import selfplay", ["asp.selfplay"]),
@@ -121,17 +136,24 @@ def test_every_layer_has_modules() -> None:
             "def f():\n    from asp.tinychess import TinyChessGame",
             ["asp.tinychess", "asp.tinychess.TinyChessGame"],
         ),
-        ("asp.worker", "import asp.app.cli", ["asp.app.cli"]),
+        ("asp.backends.worker", "import asp.app.cli", ["asp.app.cli"]),
         ("asp.tinychess.game", "from asp.progress import heartbeat\nfrom asp.errors import ConfigError", []),
         ("asp.app.session", "from asp.selfplay import SelfPlay\nfrom asp.tinychess import TinyChess", []),
         ("asp.search.gumbel", "from asp.tinychess import moves", ["asp.tinychess", "asp.tinychess.moves"]),
-        ("asp.search.gumbel", "from asp.dispatch import Dispatcher", ["asp.dispatch", "asp.dispatch.Dispatcher"]),
+        (
+            "asp.search.gumbel",
+            "from asp.selfplay.dispatch import Dispatcher",
+            ["asp.selfplay.dispatch", "asp.selfplay.dispatch.Dispatcher"],
+        ),
         ("asp.tinychess.game", "from asp.search import search", []),
         ("asp.selfplay", "from asp.search import search", ["asp.search", "asp.search.search"]),
         ("asp.selfplay", "from asp.games import PlayConfig", ["asp.games", "asp.games.PlayConfig"]),
         ("asp.pipeline", "import asp.connect4", ["asp.connect4"]),
         ("asp.games.play", "from asp.connect4 import ConnectFour", ["asp.connect4", "asp.connect4.ConnectFour"]),
         ("asp.games.train", "from asp.pipeline import Pipeline", ["asp.pipeline", "asp.pipeline.Pipeline"]),
+        ("asp.util.checks", "from asp.selfplay import SelfPlay", ["asp.selfplay", "asp.selfplay.SelfPlay"]),
+        ("asp.util.cleanup", "from asp.errors import ConfigError", []),
+        ("asp.selfplay.dispatch", "from asp.util.cleanup import finish", []),
         ("asp.connect4.game", "from asp.games import Symmetry\nfrom asp.search import Status", []),
         ("asp.connect4.game", "from asp.tinychess import moves", ["asp.tinychess", "asp.tinychess.moves"]),
         ("asp.search.gumbel", "from asp.games import Game", ["asp.games", "asp.games.Game"]),

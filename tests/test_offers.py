@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asp.offers import FlightCounts, TopUp, plan_offers
 from asp.progress import OFFER_RING
+from asp.selfplay.offers import FlightCounts, TopUp, plan_offers
 
 
 def flight(**changes: Any) -> FlightCounts:

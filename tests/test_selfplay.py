@@ -268,7 +268,7 @@ async def test_stalled_worker_has_its_stack_logged_and_its_shard_replayed(
             assert event["shard"] == 1 and event["pid"] in workers
             stack = event["stack"]
             assert "asp/testing.py" in stack and "in _misbehave" in stack, stack
-            assert "in fault_play" in stack and "asp/worker.py" in stack, stack
+            assert "in fault_play" in stack and "asp/backends/worker.py" in stack, stack
             assert [e["shard"] for e in events(logs[mark:], "shard_retried")] == [1]
             assert "stalled" in events(logs[mark:], "shard_retried")[0]["reason"]
             assert not pid_alive(event["pid"])  # the stalled worker was killed, and only it

@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch import nn
 
-from asp.atomic import save_atomic
+from asp.backends.weights import WeightRef, WeightStore, load_state_dict
 from asp.tinychess import ModelConfig, TinyChess
-from asp.weights import WeightRef, WeightStore, load_state_dict
+from asp.util.atomic import save_atomic
 
 _loaded_payloads: list[str] = []
 

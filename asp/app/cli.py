@@ -30,7 +30,7 @@ from asp.app.commands import moves, play, show, train
 from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.game_loader import TRUST_HINT
 from asp.errors import AspError, NotRetried, ShardFailed
-from asp.log import LOG_FORMATS, LOG_LEVELS, configure_logging
+from asp.util.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 __all__ = ["COMMANDS", "main"]
 

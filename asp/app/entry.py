@@ -21,13 +21,13 @@ EXIT_INTERRUPTED = 130
 
 
 def _import_torch() -> None:
-    """Import torch (and numpy with it) with Ctrl-C held back (:func:`asp.interrupts.ctrl_c_held`),
+    """Import torch (and numpy with it) with Ctrl-C held back (:func:`asp.util.interrupts.ctrl_c_held`),
     then let a held one through: a KeyboardInterrupt raised inside numpy's initialisation is
     swallowed there, and the command went on as if no Ctrl-C had come, or failed later on a
     RecursionError. Every command but the help needs torch, so it is imported first, whole.
     Threads that torch starts meanwhile inherit the mask: none takes the signal in their stead.
     """
-    from asp.interrupts import ctrl_c_held
+    from asp.util.interrupts import ctrl_c_held
 
     with ctrl_c_held():
         import torch  # noqa: F401

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from asp.app.game_loader import load_game
-from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
 from asp.games import Record
 from asp.games.protocol import exported
+from asp.util.atomic import write_text_atomic
 
 __all__ = ["read_record", "write_records"]
 

@@ -1,7 +1,7 @@
 """Checks of the files a command will write, made before it does any work.
 
 A command that plays for minutes and then cannot write its result has lost that work: each
-output path is checked first, the way :func:`asp.atomic.write_text_atomic` will write it (a
+output path is checked first, the way :func:`asp.util.atomic.write_text_atomic` will write it (a
 temporary file beside the target, then a rename; straight into a device or a FIFO).
 
 >>> import tempfile
@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from asp.atomic import is_special_file
 from asp.errors import ConfigError
+from asp.util.atomic import is_special_file
 
 __all__ = ["check_output_directory", "check_output_file", "writing"]
 

@@ -24,10 +24,10 @@ from typing import Any
 from torch import nn
 
 from asp.app.game_run import GameRun
-from asp.checks import check_int
 from asp.games import PlayConfig, play_games
 from asp.games.protocol import outcome
 from asp.search import SearchConfig
+from asp.util.checks import check_int
 
 __all__ = ["Player"]
 

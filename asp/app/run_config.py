@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asp.app.game_loader import TINYCHESS, load_game
-from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games import TrainConfig
 from asp.games.protocol import openings
 from asp.pipeline import MAX_STALENESS
+from asp.util.checks import check_bool, check_int, check_number
 
 __all__ = [
     "GAME_DEFAULTS",

@@ -43,7 +43,7 @@ from asp.app.run.writer import Writer
 from asp.errors import IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
-from asp.shield import finish_in_thread, finish_thread_call, wait_out
+from asp.util.cleanup import finish_in_thread, finish_thread_call, wait_out
 
 __all__ = ["check_resumable", "train_session"]
 

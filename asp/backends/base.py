@@ -5,9 +5,9 @@ a backend owns the workers. A backend has a fixed number of *slots*, each the pl
 worker and of at most one shard in flight. What a backend must do, and nothing more:
 
 * start a worker in every slot, tell when each is ready, replace one that is lost;
-* publish weights once per change (:class:`~asp.weights.Publications`);
-* run a :class:`~asp.worker.ShardTask` in a slot and answer with its
-  :class:`~asp.worker.ShardOutput`, the exception ``play_fn`` raised, or :class:`WorkerLost`;
+* publish weights once per change (:class:`~asp.backends.weights.Publications`);
+* run a :class:`~asp.backends.worker.ShardTask` in a slot and answer with its
+  :class:`~asp.backends.worker.ShardOutput`, the exception ``play_fn`` raised, or :class:`WorkerLost`;
 * while a shard runs: its progress (:class:`SlotState`), offers of more games to it, a
   cooperative cancel, and its worker's Python stack for a stall report;
 * kill one slot's worker (it costs that slot's shard only), and close them all.
@@ -28,8 +28,8 @@ from typing import Any, Protocol
 
 from torch import nn
 
-from asp.weights import WeightRef
-from asp.worker import ShardOutput, ShardTask
+from asp.backends.weights import WeightRef
+from asp.backends.worker import ShardOutput, ShardTask
 
 __all__ = ["Backend", "SlotState", "UnreadableResult", "WorkerLost", "remote_traceback", "retrieve"]
 

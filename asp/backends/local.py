@@ -35,15 +35,15 @@ from typing import Any
 import anyio
 from torch import nn
 
-from asp import progress, worker
-from asp.backends import tempdirs
+from asp import progress
+from asp.backends import tempdirs, worker
 from asp.backends.base import SlotState, UnreadableResult, WorkerLost, remote_traceback, retrieve
 from asp.backends.slots import SlotBackend, SlotWorker, process_ended
-from asp.checks import check_main_module, check_spawnable
+from asp.backends.weights import Publications, WeightStore
 from asp.errors import AspError, ConfigError
-from asp.interrupts import ctrl_c_held
-from asp.log import log_settings
-from asp.weights import Publications, WeightStore
+from asp.util.checks import check_main_module, check_spawnable
+from asp.util.interrupts import ctrl_c_held
+from asp.util.log import log_settings
 
 __all__ = ["LocalBackend", "WorkerProcess", "signal_name"]
 

@@ -16,9 +16,10 @@ import ray
 import torch
 from torch import nn
 
-from asp import progress, worker
-from asp.log import LogFormat, configure_logging
-from asp.weights import WeightRef
+from asp import progress
+from asp.backends import worker
+from asp.backends.weights import WeightRef
+from asp.util.log import LogFormat, configure_logging
 
 __all__ = ["ShardRunner"]
 

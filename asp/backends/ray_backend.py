@@ -39,15 +39,15 @@ import ray.exceptions
 import torch
 from torch import nn
 
-from asp import progress, worker
-from asp.backends import tempdirs
+from asp import progress
+from asp.backends import tempdirs, worker
 from asp.backends.base import SlotState, WorkerLost, retrieve
 from asp.backends.ray_actor import ShardRunner
 from asp.backends.ray_reaper import Reaper
 from asp.backends.slots import SlotBackend, SlotWorker, process_ended
+from asp.backends.weights import Publications
 from asp.errors import AspError, ConfigError
-from asp.log import log_settings
-from asp.weights import Publications
+from asp.util.log import log_settings
 
 __all__ = ["ObjectStoreWeights", "RayActor", "RayBackend", "ShardRunner"]
 

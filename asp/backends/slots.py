@@ -13,7 +13,7 @@ killed, and what the backend holds besides its workers. The base does the part o
   times in a row is hopeless (:class:`~asp.errors.AspError`);
 * warm-up: a new worker builds the first network published as ``"model"`` while it starts;
 * publication: weights published off the event loop, once per change, and held while a call
-  names them (:class:`~asp.weights.Publications`);
+  names them (:class:`~asp.backends.weights.Publications`);
 * logging: one logger, ``asp.backends``, every event bound with ``backend=<name>``.
 
 A worker subclass gives its ``pid``, its ``node``, and how to kill it (at once, or waiting
@@ -35,9 +35,9 @@ import structlog
 from torch import nn
 
 from asp.backends.base import retrieve
-from asp.checks import check_rebuildable
+from asp.backends.weights import Publications, WeightRef
 from asp.errors import AspError
-from asp.weights import Publications, WeightRef
+from asp.util.checks import check_rebuildable
 
 __all__ = ["SlotBackend", "SlotWorker", "process_ended"]
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.checks import check_int
 from asp.connect4.rules import HEIGHT, WIDTH
 from asp.games.nets import PooledBlock, ResidualBlock
+from asp.util.checks import check_int
 
 __all__ = ["N_FEATURES", "N_PLANES", "C4Config", "C4Net", "planes_of"]
 

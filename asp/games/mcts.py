@@ -29,10 +29,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.checks import check_int, check_number
 from asp.games.checked import applied, legal_actions
 from asp.games.movers import BaseMover
 from asp.games.protocol import adjudicated, outcome, winning
+from asp.util.checks import check_int, check_number
 
 __all__ = ["RolloutConfig", "RolloutMCTSMover"]
 

@@ -38,7 +38,6 @@ import structlog
 import torch
 from torch import nn
 
-from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError
 from asp.games.checked import applied, legal_actions, legal_choices, network_output, packed_rows
 from asp.games.network_search import NetworkSearch
@@ -57,6 +56,7 @@ from asp.games.protocol import (
 from asp.games.records import MODEL, OPPONENT, Record, Samples, summarise
 from asp.progress import heartbeat, more_games
 from asp.search import SearchConfig, Searches
+from asp.util.checks import check_bool, check_int, check_number
 
 __all__ = ["PlayConfig", "play_games"]
 

@@ -40,11 +40,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.checks import check_bool, check_int, check_number
 from asp.errors import ConfigError, NonFiniteError
 from asp.games.checked import output_shapes
 from asp.games.protocol import Game, symmetries, unpacked
 from asp.games.records import Record, Samples
+from asp.util.checks import check_bool, check_int, check_number
 
 __all__ = ["TrainConfig", "TrainSamples", "Trainer", "make_samples"]
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.checks import check_int
 from asp.errors import ConfigError
 from asp.games.nets import PooledBlock, ResidualBlock
+from asp.util.checks import check_int
 
 __all__ = ["SpielNet", "SpielNetConfig"]
 

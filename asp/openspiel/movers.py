@@ -21,8 +21,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from asp.checks import check_int
 from asp.games.movers import BaseMover
+from asp.util.checks import check_int
 
 __all__ = ["MCTSConfig", "MCTSMover", "mcts_action"]
 

@@ -42,9 +42,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from asp.checks import check_int, check_number
 from asp.search.qvalues import improved_logits, softmax
 from asp.search.seq_halving import considered_visits, rounds
+from asp.util.checks import check_int, check_number
 
 __all__ = ["SearchConfig", "SearchGame", "SearchResult", "Searches", "Status", "search"]
 

@@ -51,11 +51,11 @@ import chess
 import chess.engine
 import structlog
 
-from asp.checks import SECONDS, check_int, check_number
 from asp.errors import ConfigError, NotRetried, OpponentNotFound
 from asp.games.movers import BaseMover
 from asp.games.protocol import MoveFailed
 from asp.tinychess.moves import move_index
+from asp.util.checks import SECONDS, check_int, check_number
 
 __all__ = [
     "ENGINE_DIRS",

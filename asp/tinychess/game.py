@@ -35,7 +35,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from asp.checks import check_int
 from asp.games.protocol import Mover
 from asp.games.records import Record
 from asp.tinychess.engine import EngineConfig
@@ -46,6 +45,7 @@ from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, mov
 from asp.tinychess.openings import OPENINGS
 from asp.tinychess.opponents import GreedyChessMover, MaterialSearchMover
 from asp.tinychess.pgn import to_pgn
+from asp.util.checks import check_int
 
 __all__ = ["ChessState", "TinyChessGame", "material_lead"]
 

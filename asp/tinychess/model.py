@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from asp.checks import check_int
 from asp.games.nets import ResidualBlock
 from asp.tinychess.features import N_FEATURES
 from asp.tinychess.moves import POLICY_SIZE
+from asp.util.checks import check_int
 
 __all__ = ["ModelConfig", "TinyChess"]
 

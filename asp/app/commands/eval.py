@@ -216,8 +216,8 @@ def _write_pgn(
 ) -> None:
     """Write the match's games to ``--pgn``; another checkpoint (``named``) is named by its run."""
     from asp.app.outputs import writing
-    from asp.atomic import write_text_atomic
     from asp.games.protocol import exported
+    from asp.util.atomic import write_text_atomic
 
     if named:
         name = checkpoint_name(args.vs, opponent_version)
@@ -240,9 +240,9 @@ def checkpoint_name(path: str, version: int) -> str:
 
 
 def _play_match(model: torch.nn.Module, opponent: Any, cfg: Any, *, workers: int) -> list[Any]:
-    """The records of ``asp eval``'s match (:func:`asp.sync.play_games_parallel`); an engine
+    """The records of ``asp eval``'s match (:func:`asp.selfplay.sync.play_games_parallel`); an engine
     opponent's program in this process is closed after (the workers close their own)."""
-    from asp.sync import play_games_parallel
+    from asp.selfplay.sync import play_games_parallel
 
     try:
         records, _ = play_games_parallel(model, opponent, cfg, workers=workers)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from asp.checks import check_number
 from asp.errors import ConfigError
+from asp.util.checks import check_number
 
 if TYPE_CHECKING:
     from asp.app.game_run import GameRun

@@ -128,10 +128,10 @@ def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, versi
     suffix, else ``selfplay.jsonl``. A file of the game's own format that is already there
     beside a ``--out`` of JSON lines is refused, not overwritten: the user did not name it."""
     from asp.app.outputs import check_output_file, writing
-    from asp.atomic import write_text_atomic
     from asp.games import PlayConfig
     from asp.games.protocol import exported
-    from asp.sync import play_games_parallel
+    from asp.selfplay.sync import play_games_parallel
+    from asp.util.atomic import write_text_atomic
 
     own = exported(game.game, [])  # the game's own format, if it has one: the default file's
     out = args.out or "selfplay" + (own[0] if own is not None else ".jsonl")

@@ -79,7 +79,7 @@ def _show_records(args: argparse.Namespace) -> int:
     from asp.app.game_loader import check_named_game, load_game
     from asp.app.games_file import read_record
     from asp.app.outputs import check_output_directory, check_output_file, writing
-    from asp.atomic import write_text_atomic
+    from asp.util.atomic import write_text_atomic
 
     path = Path(args.pgn)
     record = read_record(path, args.game)

@@ -27,8 +27,8 @@ import chess.pgn
 import chess.svg
 
 from asp.app.outputs import check_output_directory, check_output_file
-from asp.atomic import write_text_atomic
 from asp.errors import ConfigError
+from asp.util.atomic import write_text_atomic
 
 __all__ = ["Boards", "is_directory", "ply_paths", "read_game", "render", "svg_board", "write_boards"]
 

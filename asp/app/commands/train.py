@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_directory
-from asp.checks import check_int
 from asp.errors import ConfigError
-from asp.log import configure_logging
+from asp.util.checks import check_int
+from asp.util.log import configure_logging
 
 if TYPE_CHECKING:
     from asp.app.game_run import GameRun
@@ -298,7 +298,7 @@ def _checked_run(args: argparse.Namespace, run: RunDir, game: GameRun, changes: 
 
 def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
     """How the cores are shared between the workers and the trainer."""
-    from asp.cores import split_cores
+    from asp.util.cores import split_cores
 
     if args.backend == "local":
         return split_cores(

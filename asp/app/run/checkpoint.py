@@ -49,9 +49,9 @@ import torch
 from asp.app.game_loader import check_named_game
 from asp.app.outputs import writing
 from asp.app.run_config import GameRunConfig
-from asp.atomic import save_atomic
 from asp.errors import AspError, ConfigError
 from asp.games import Trainer
+from asp.util.atomic import save_atomic
 
 if TYPE_CHECKING:
     from asp.app.game_run import GameRun

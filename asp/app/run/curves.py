@@ -10,7 +10,7 @@ from typing import Any
 
 from asp.app.evaluation.elo import score_from_elo
 from asp.app.evaluation.ladder import version_of
-from asp.atomic import write_bytes_atomic
+from asp.util.atomic import write_bytes_atomic
 
 __all__ = ["plot_curves"]
 

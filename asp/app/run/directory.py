@@ -25,7 +25,7 @@ from asp.app.outputs import writing
 from asp.app.run.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
 from asp.app.run.metrics import metrics_problem
 from asp.app.run_config import GameRunConfig
-from asp.atomic import write_text_atomic
+from asp.util.atomic import write_text_atomic
 
 __all__ = ["RunDir"]
 

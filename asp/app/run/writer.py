@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 import structlog
 
 from asp.errors import AspError
-from asp.interrupts import ctrl_c_held, ignore_ctrl_c
-from asp.lifeline import die_with_parent
+from asp.util.die_with_parent import die_with_parent
+from asp.util.interrupts import ctrl_c_held, ignore_ctrl_c
 
 __all__ = ["Writer", "WriterFailed"]
 

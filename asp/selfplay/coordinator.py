@@ -15,7 +15,7 @@ How it works:
 
 * Calls share the workers. Every call (``play`` or ``stream``, from any task of the event
   loop that started the SelfPlay) has its own queue of shards, kept here in the parent; one
-  dispatcher (:mod:`asp.dispatch`) hands each free worker the next shards of the first call
+  dispatcher (:mod:`asp.selfplay.dispatch`) hands each free worker the next shards of the first call
   in order: the highest ``priority`` first, then the first come. So a call made inside
   another (a ``play`` inside ``async for ... in stream(...)``, through ``wait_for``,
   ``gather`` or ``create_task``) cannot deadlock, and evaluation can run beside self-play
@@ -57,16 +57,16 @@ import structlog
 from torch import nn
 
 from asp import backends
-from asp.calls import Call, ShardResult
-from asp.cfg_play import cfg_play, check_playable
-from asp.checks import SECONDS, check_cfg, check_int, check_number
-from asp.cores import available_cores
-from asp.dispatch import Dispatcher
+from asp.backends.weights import WeightRef
+from asp.backends.worker import cfg_play, check_playable
 from asp.errors import ClosedError, ConfigError, LoopError
-from asp.log import quiet_unless_configured
-from asp.shards import call_stats, collect_games, default_shard_games, plan_shards
-from asp.shield import finish
-from asp.weights import WeightRef
+from asp.selfplay.calls import Call, ShardResult
+from asp.selfplay.dispatch import Dispatcher
+from asp.selfplay.shards import call_stats, collect_games, default_shard_games, plan_shards
+from asp.util.checks import SECONDS, check_cfg, check_int, check_number
+from asp.util.cleanup import finish
+from asp.util.cores import available_cores
+from asp.util.log import quiet_unless_configured
 
 __all__ = ["PlayFn", "SelfPlay", "ShardResult", "default_shard_games"]
 
@@ -96,7 +96,7 @@ class SelfPlay:
         usable cores follow the CPU affinity and a cgroup CPU quota).
     :param threads_per_worker: torch/OpenMP threads in each worker (1 to 256).
     :param play_fn: plays one shard (default: the cfg's own ``play(model, opp)`` method, as
-        :class:`asp.games.PlayConfig` has; see :func:`asp.cfg_play.cfg_play`).
+        :class:`asp.games.PlayConfig` has; see :func:`asp.backends.worker.cfg_play`).
     :param shard_games: games per shard (default: :func:`default_shard_games`).
     :param stall_timeout: seconds without a progress report (:func:`asp.heartbeat`) after
         which a worker counts as stalled and is killed; None disables it.
@@ -195,7 +195,7 @@ class SelfPlay:
         """The stats of a call's ``records``: by this SelfPlay's ``summarise``, else by
         ``cfg.summarise`` when the cfg has one, else ``{"games": n}``; and the numeric
         ``shard_stats`` (of its :class:`ShardResult` s) that those lack, summed
-        (:func:`asp.shards.call_stats`)."""
+        (:func:`asp.selfplay.shards.call_stats`)."""
         return call_stats(records, shard_stats, self._summary(cfg))
 
     def _summary(self, cfg: Any) -> Callable[[list[Any]], dict[str, Any]] | None:

@@ -1,6 +1,6 @@
 """The shards running in the workers, one :class:`Flight` per busy slot, and how each one ends.
 
-The dispatcher (:mod:`asp.dispatch`) sends a free slot a task and hands it to
+The dispatcher (:mod:`asp.selfplay.dispatch`) sends a free slot a task and hands it to
 :class:`Flights`, which keeps its call's guarantees until the flight is over:
 
 * settling: a finished flight's records are checked against the ids of the games it held
@@ -27,9 +27,9 @@ from typing import Any
 
 from asp import progress
 from asp.backends.base import Backend, SlotState, UnreadableResult, WorkerLost, remote_traceback
-from asp.calls import Call, ShardResult
 from asp.errors import AspError, NotRetried, ShardCancelled, ShardFailed
-from asp.shards import Shard, id_mismatch
+from asp.selfplay.calls import Call, ShardResult
+from asp.selfplay.shards import Shard, id_mismatch
 
 __all__ = ["Flight", "Flights"]
 

@@ -30,11 +30,11 @@ import structlog
 import torch
 from torch import nn
 
-from asp.atomic import save_atomic
+from asp.util.atomic import save_atomic
 
 __all__ = ["Publications", "WeightRef", "WeightStore", "load_state_dict"]
 
-log = structlog.get_logger("asp.weights")
+log = structlog.get_logger("asp.backends.weights")
 
 
 @dataclass(frozen=True)

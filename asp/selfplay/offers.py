@@ -4,7 +4,7 @@ running worker is offered.
 A worker whose games end early takes more games into the batch it is playing
 (:func:`asp.more_games`) instead of its flight ending with a half-empty batch while another
 worker still plays. For that it needs shards on offer before it asks again. At each look at
-the workers' counters the dispatcher (:mod:`asp.dispatch`) describes every flight of the call
+the workers' counters the dispatcher (:mod:`asp.selfplay.dispatch`) describes every flight of the call
 as plain numbers (:class:`FlightCounts`), asks :func:`plan_offers` how many of the queued
 shards to offer each, and sends them (:meth:`~asp.backends.base.Backend.offer`).
 """

@@ -38,7 +38,7 @@ import structlog
 
 __all__ = ["finish", "finish_in_thread", "finish_thread_call", "wait_out"]
 
-log = structlog.get_logger("asp.shield")
+log = structlog.get_logger("asp.util.cleanup")
 
 P = ParamSpec("P")
 T = TypeVar("T")

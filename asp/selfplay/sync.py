@@ -30,13 +30,13 @@ import structlog
 import torch
 from torch import nn
 
-from asp.cfg_play import cfg_play
+from asp.backends.worker import cfg_play
 from asp.errors import ClosedError
 from asp.selfplay import PlayFn, SelfPlay
 
 __all__ = ["SyncSelfPlay", "play_games_parallel"]
 
-log = structlog.get_logger("asp.sync")
+log = structlog.get_logger("asp.selfplay.sync")
 
 
 class SyncSelfPlay:

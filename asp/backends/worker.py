@@ -4,7 +4,9 @@ Nothing here imports asyncio: a worker is plain synchronous compute. The coordin
 (:mod:`asp.selfplay`, through a backend) sends a :class:`ShardTask` per shard and gets a
 :class:`ShardOutput` back, or the exception the shard raised. :func:`initialize` and
 :func:`run_shard` are the local backend's process side; :func:`play_task` is what every
-backend runs.
+backend runs. A call given no play function plays :func:`cfg_play`: its config plays its own
+games (``cfg.play(model, opp)``, as :class:`asp.games.PlayConfig` does), so the orchestrator
+knows no game.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ import torch
 from torch import nn
 
 from asp import progress
+from asp.backends.weights import WeightRef, load_state_dict
 from asp.errors import ConfigError, PlayExited
-from asp.interrupts import ignore_ctrl_c
-from asp.lifeline import die_with_parent
-from asp.log import LogFormat, configure_logging
-from asp.weights import WeightRef, load_state_dict
+from asp.util.die_with_parent import die_with_parent
+from asp.util.interrupts import ignore_ctrl_c
+from asp.util.log import LogFormat, configure_logging
 
 __all__ = [
     "Loader",
+    "cfg_play",
+    "check_playable",
     "ShardOutput",
     "ShardTask",
     "initialize",
@@ -42,7 +46,7 @@ __all__ = [
     "run_shard",
 ]
 
-log = structlog.get_logger("asp.worker")
+log = structlog.get_logger("asp.backends.worker")
 
 STACK_SIGNAL = signal.SIGUSR1
 """The signal that makes a worker write every thread's Python stack to its stack file."""
@@ -231,3 +235,23 @@ def run_shard(payload: bytes) -> bytes:
     finally:
         progress.end_shard()
     return pickle.dumps(output, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def cfg_play(model: nn.Module, opp: nn.Module | None, cfg: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The play_fn of a SelfPlay given none: the cfg plays its own games, ``cfg.play(model, opp)``.
+
+    So the orchestrator knows no game: a game's config that has a ``play(model, opp)`` method
+    (:class:`asp.games.PlayConfig` has) needs no play_fn.
+    """
+    check_playable(cfg)
+    result: tuple[list[Any], dict[str, Any]] = cfg.play(model, opp)
+    return result
+
+
+def check_playable(cfg: Any) -> None:
+    """Raise ConfigError unless ``cfg`` can play its own games (what :func:`cfg_play` needs)."""
+    if not callable(getattr(cfg, "play", None)):
+        raise ConfigError(
+            f"no play_fn was given and the cfg ({type(cfg).__name__}) has no play(model, opp) method: "
+            f"pass SelfPlay(play_fn=...)"
+        )

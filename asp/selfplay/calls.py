@@ -1,8 +1,8 @@
 """One call on a SelfPlay (a ``play`` or a ``stream``), and what it yields.
 
 A :class:`Call` owns its queue of shards, its results, its counters and its logger; the
-dispatcher (:mod:`asp.dispatch`) hands its shards to free workers as flights
-(:mod:`asp.flights`), which put what comes back into its results, where the caller's task
+dispatcher (:mod:`asp.selfplay.dispatch`) hands its shards to free workers as flights
+(:mod:`asp.selfplay.running`), which put what comes back into its results, where the caller's task
 reads them. Calls do not wait for one another: they share the workers, the first come (or
 the highest priority) first served.
 """
@@ -15,8 +15,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.shards import Shard
-from asp.weights import WeightRef
+from asp.backends.weights import WeightRef
+from asp.selfplay.shards import Shard
 
 __all__ = ["Call", "CallFigures", "ShardResult"]
 

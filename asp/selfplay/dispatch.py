@@ -1,6 +1,6 @@
 """The dispatcher: one loop that shares a backend's workers among every open call.
 
-Each call (:class:`~asp.calls.Call`) keeps its queue of shards here, in the parent. The loop
+Each call (:class:`~asp.selfplay.calls.Call`) keeps its queue of shards here, in the parent. The loop
 hands a free worker the next shards of the first call in dispatch order (the highest
 priority, then the first come) that has any, so calls never wait for one another while a
 worker is free, and a call made inside another (a ``play`` inside a ``stream``, in any task)
@@ -9,9 +9,9 @@ simply shares the workers. Each turn of the loop:
 * replaces lost workers at once, so that they start while the others play;
 * sends every free slot whose worker is ready the next shards of the first waiting call;
 * settles the flights that finished, and checks the deadlines of the others
-  (:mod:`asp.flights`: exactly once, retries, stalls, cancellation);
+  (:mod:`asp.selfplay.running`: exactly once, retries, stalls, cancellation);
 * offers: a worker that asks for more games (:func:`asp.more_games`) is offered the next
-  shards of its call while no call ahead of it waits (how many: :mod:`asp.offers`);
+  shards of its call while no call ahead of it waits (how many: :mod:`asp.selfplay.offers`);
 * ends the calls that have everything, and cancels the running shards of those whose caller left.
 """
 
@@ -26,13 +26,13 @@ import structlog
 
 from asp import progress
 from asp.backends.base import Backend, SlotState, WorkerLost
-from asp.calls import Call
+from asp.backends.worker import ShardTask
 from asp.errors import AspError, ConfigError
-from asp.flights import Flight, Flights
-from asp.offers import FlightCounts, plan_offers
-from asp.shards import Shard, take_batch
-from asp.shield import finish
-from asp.worker import ShardTask
+from asp.selfplay.calls import Call
+from asp.selfplay.offers import FlightCounts, plan_offers
+from asp.selfplay.running import Flight, Flights
+from asp.selfplay.shards import Shard, take_batch
+from asp.util.cleanup import finish
 
 __all__ = ["Dispatcher"]
 
@@ -234,7 +234,7 @@ class Dispatcher:
 
     def _offer(self, states: dict[int, SlotState]) -> None:
         """Keep a reserve of offered shards at every running worker of the first waiting call
-        that takes offers, as :func:`~asp.offers.plan_offers` sizes it.
+        that takes offers, as :func:`~asp.selfplay.offers.plan_offers` sizes it.
 
         Only the first call in dispatch order that has shards waiting is offered, so no call
         ahead waits for offers to a call behind it.
@@ -276,7 +276,7 @@ class Dispatcher:
 
 
 def _counts(flight: Flight, state: SlotState) -> FlightCounts:
-    """``flight`` and its worker's last counters, as plain numbers for :func:`~asp.offers.plan_offers`."""
+    """``flight`` and its worker's last counters, as plain numbers for :func:`~asp.selfplay.offers.plan_offers`."""
     return FlightCounts(
         running=state.phase == progress.RUNNING and not flight.future.done(),
         asked=state.asked,
