@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import copy
 import functools
 import time
@@ -67,7 +66,7 @@ from asp.errors import AspError, IterationFailed, NotRetried, ShardFailed
 from asp.selfplay import SelfPlay, ShardResult
 from asp.selfplay.shards import collect_games
 from asp.util.checks import check_int
-from asp.util.cleanup import finish_in_thread, wait_out
+from asp.util.cleanup import finish_in_thread, thread_call, wait_out
 
 __all__ = ["MAX_STALENESS", "IterationReport", "Pipeline"]
 
@@ -185,7 +184,6 @@ class Pipeline:
         *,
         train: TrainFn,
         play_cfg: PlayCfgFn,
-        opponent: nn.Module | None = None,
         overlap: bool = True,
         max_staleness: int = 1,
         on_shard: Callable[[int, int, int], None] | None = None,
@@ -194,7 +192,6 @@ class Pipeline:
         :param train: learns from one iteration's records, in place on ``model``; returns metrics.
         :param play_cfg: ``play_cfg(iteration, version)`` -> the play_fn config of an iteration;
             its ``model_version`` should be ``version``.
-        :param opponent: the opponent network of every game (None: self-play).
         :param overlap: play later iterations while training (False: ``max_staleness=0``).
         :param max_staleness: the most versions a game may lag behind the weights that train
             on it (0 to 16; 0 turns overlap off).
@@ -206,7 +203,6 @@ class Pipeline:
         self.model = model
         self.train = train
         self.play_cfg = play_cfg
-        self.opponent = opponent
         self.max_staleness = max_staleness if overlap else 0
         self.overlap = self.max_staleness >= 1
         self.on_shard = on_shard
@@ -215,7 +211,7 @@ class Pipeline:
         cfg = self.play_cfg(iteration, version)
         shards: list[ShardResult] = []
         games = 0
-        async with contextlib.aclosing(self.selfplay.stream(weights, self.opponent, cfg)) as results:
+        async with contextlib.aclosing(self.selfplay.stream(weights, None, cfg)) as results:
             async for shard in results:
                 shards.append(shard)
                 games += shard.n_games
@@ -332,10 +328,7 @@ class Pipeline:
         """Train on ``done``'s games in a thread: ``(metrics, interrupted)``. Cancelled while
         training, self-play stops while the train call ends, and ``interrupted`` is True: the
         iteration it trained is reported before the cancellation goes on."""
-        training = asyncio.get_running_loop().run_in_executor(
-            None, contextvars.copy_context().run, functools.partial(self.train, done.records)
-        )
-        interrupted = await wait_out(training, on_cancel=player.cancel)
+        training, interrupted = await thread_call(functools.partial(self.train, done.records), on_cancel=player.cancel)
         try:
             return training.result(), interrupted
         except NotRetried as e:

@@ -240,7 +240,7 @@ def settings_file(game: str, config: Path | None, sets: list[str], where: Path) 
 
 def train(settings: Path, seed: int, run: Path) -> float:
     started = time.perf_counter()
-    command = [sys.executable, "-m", "asp.app.cli", "train", "--config", str(settings), "--seed", str(seed),
+    command = [sys.executable, "-m", "asp.app", "train", "--config", str(settings), "--seed", str(seed),
                "--no-progress", "--run-dir", str(run)]  # fmt: skip
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started

@@ -60,13 +60,21 @@ VARIANTS: dict[str, list[str]] = {
 }
 
 
+def command_module(pythonpath: str | None) -> str:
+    """The module that runs the ``asp`` command with ``python -m`` in this checkout or in the
+    older one at ``pythonpath``: ``asp.app`` (its ``__main__``); before it had one,
+    ``asp.app.cli``; before asp/app existed, ``asp.cli``."""
+    app = Path(pythonpath or Path(__file__).parent.parent) / "asp" / "app"
+    if (app / "__main__.py").exists():
+        return "asp.app"
+    return "asp.app.cli" if (app / "cli.py").exists() else "asp.cli"
+
+
 def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Path | None) -> dict[str, Any]:
     """One ``asp train`` in a temporary directory; ``keep``: copy its run directory there."""
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
-        # An older checkout may have its command line at asp/cli.py (before asp/app existed).
-        old_layout = pythonpath is not None and not (Path(pythonpath) / "asp" / "app" / "cli.py").exists()
-        module = "asp.cli" if old_layout else "asp.app.cli"
+        module = command_module(pythonpath)
         command = [sys.executable, "-m", module, "train", "--iterations", str(iterations), "--no-progress"]
         command += ["--run-dir", str(run), *args]
         env = dict(os.environ)

@@ -34,10 +34,10 @@ import torch
 
 from asp.app.game_loader import load_game
 from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import model_from_checkpoint, run_config_of
+from asp.app.run.checkpoint import run_config_of, run_from_checkpoint
 from asp.app.run_config import GameRunConfig
 from asp.games import MODEL, PlayConfig, Record, play_games
-from asp.games.protocol import movers
+from asp.games.movers import movers_of
 from asp.tinychess.mates import mating_moves
 
 
@@ -92,11 +92,11 @@ def main() -> None:
     args = parser.parse_args()
 
     torch.set_num_threads(1)
-    model, state = model_from_checkpoint(args.run)
+    _, model, state = run_from_checkpoint(args.run)
     cfg = run_config_of(state)
     game = load_game(cfg.game)
     play = endings_config(cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only)
-    records, stats = play_games(model, movers(game)["random"], play)
+    records, stats = play_games(model, movers_of(game)["random"], play)
     ended, mates = replayed(records)
     report: dict[str, Any] = {
         "run": args.run,

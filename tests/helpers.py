@@ -43,8 +43,8 @@ T = TypeVar("T")
 
 
 def command(*args: str) -> list[str]:
-    """The argv of ``asp ARGS`` run by this interpreter (``python -m asp.app.cli ARGS``)."""
-    return [sys.executable, "-m", "asp.app.cli", *args]
+    """The argv of ``asp ARGS`` run by this interpreter (``python -m asp.app ARGS``)."""
+    return [sys.executable, "-m", "asp.app", *args]
 
 
 def start(*args: str, cwd: Path | None = None, **popen: Any) -> subprocess.Popen[str]:

@@ -4,6 +4,8 @@ that ``--game`` and worker processes import them by name (``plain_games:Plain``)
 
 from __future__ import annotations
 
+from typing import Any
+
 from examples.tictactoe import Board, TicTacToe
 
 SHORT_PLIES = 4
@@ -52,3 +54,16 @@ class Capped(TicTacToe):
     def outcome(self, state: Board) -> float | None:
         value = super().outcome(state)
         return 0.0 if value is None and len(state.moves) >= self.plies else value
+
+
+class Tuned(TicTacToe):
+    """Tic-tac-toe with its own settings of ``asp train`` (``run_defaults``), ``settings``
+    where given (a game whose settings are wrong, for the refusal)."""
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        self.settings = settings
+
+    def run_defaults(self) -> dict[str, Any]:
+        if self.settings is not None:
+            return self.settings
+        return {"games": 24, "search": 4, "train": {"replay": 2}, "network": {"hidden": 16}}

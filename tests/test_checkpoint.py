@@ -24,9 +24,9 @@ from asp.app.run.checkpoint import (
     checkpoint_state,
     kept_versions,
     load_checkpoint,
-    model_from_checkpoint,
     pending_plays,
     restore_checkpoint,
+    run_from_checkpoint,
     write_checkpoint,
 )
 from asp.app.run_config import GameRunConfig
@@ -91,7 +91,7 @@ def test_checkpoint_round_trip_with_weights_only(tmp_path: Path) -> None:
     assert torch.equal(data["torch_rng"], torch.get_rng_state())
 
     for where in (run.path, run.checkpoint):
-        model, meta = model_from_checkpoint(where)
+        _, model, meta = run_from_checkpoint(where)
         assert meta["version"] == 3
         assert not model.training
         assert model.cfg == network(cfg).cfg
@@ -174,7 +174,7 @@ def test_load_checkpoint_errors_are_run_errors_naming_the_path(checkpoint: Path,
     assert isinstance(raised.value, AspError)
     if path.is_file():
         with pytest.raises(RunError, match=str(path)):
-            model_from_checkpoint(path)
+            run_from_checkpoint(path)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -184,7 +184,7 @@ def test_a_tinychess_run_of_an_older_asp_is_refused_in_one_line(checkpoint: Path
     data["config"] = {"game": "tinychess", "model": {"hidden": 32}}  # its own config: never read
     torch.save(data, checkpoint)
     with pytest.raises(RunError) as raised:
-        model_from_checkpoint(checkpoint)
+        run_from_checkpoint(checkpoint)
     assert str(raised.value) == (
         f"{checkpoint}: a TinyChess run of an older asp (format asp-tinychess-run), which this asp does not read: "
         "train a new run"
@@ -227,9 +227,9 @@ def test_the_error_of_a_whole_pickled_model_is_one_plain_line(checkpoint: Path) 
     assert "\n" not in message and "\x1b" not in message, repr(message)
 
 
-def test_model_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> None:
+def test_run_from_checkpoint_of_a_directory_without_one(tmp_path: Path) -> None:
     with pytest.raises(RunError, match=str(tmp_path / CHECKPOINT)):
-        model_from_checkpoint(tmp_path)
+        run_from_checkpoint(tmp_path)
 
 
 # -- older checkpoints -----------------------------------------------------------------------
@@ -239,7 +239,7 @@ def test_a_checkpoint_without_trainer_steps_plays_but_does_not_resume(checkpoint
     data = torch.load(checkpoint, weights_only=True)
     del data["trainer_steps"]
     torch.save(data, checkpoint)
-    model, _ = model_from_checkpoint(checkpoint)
+    _, model, _ = run_from_checkpoint(checkpoint)
     assert not model.training
     fresh = network()
     with pytest.raises(RunError, match=r"checkpoint does not match its config \(KeyError: 'trainer_steps'\)"):

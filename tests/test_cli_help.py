@@ -21,7 +21,7 @@ COMMANDS = ("train", "play", "eval", "show", "moves")
 def test_help_imports_no_torch(argv: list[str]) -> None:
     # Once --help took 4.3 s, most of it importing torch.
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "asp.app.cli", *argv], capture_output=True, text=True, timeout=60
+        [sys.executable, "-X", "importtime", "-m", "asp.app", *argv], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0 and "usage: asp" in done.stdout, done.stderr[-2000:]
     imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line]

@@ -1,11 +1,15 @@
-"""The docs site covers the package: every module of asp has a reference page entry, and the
-README's links into the docs land on pages that exist. (``mkdocs build --strict`` in CI checks
-the links inside the site and the cross-references in docstrings.)"""
+"""The docs site covers the package: every module of asp has a reference page entry, the
+README's links into the docs land on pages that exist, and the walk of one game in
+docs/development.md follows the imports. (``mkdocs build --strict`` in CI checks the links
+inside the site and the cross-references in docstrings.)"""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
+
+from test_layers import all_modules, imported
 
 import asp
 
@@ -45,3 +49,58 @@ def test_the_readmes_relative_links_exist() -> None:
         assert relative, readme
         missing = [link for link in relative if not (readme.parent / link).exists()]
         assert missing == [], f"{readme.name} links to missing files"
+
+
+WALK = "## One game, from `asp train` to a worker and back"
+
+
+def walk() -> list[str]:
+    """The modules of the walk in docs/development.md, in order: the first path of each
+    numbered line of its section (numbered 1, 2, 3...), as dotted names."""
+    text = (DOCS / "development.md").read_text(encoding="utf-8")
+    section = text[text.index(WALK) :].split("\n## ", 1)[0]
+    steps = re.findall(r"^(\d+)\. (.*)$", section, flags=re.MULTILINE)
+    assert [int(number) for number, _ in steps] == list(range(1, len(steps) + 1)), "the walk's numbers"
+    paths = [re.match(r"`(asp/[\w/]+)\.py`", line) for _, line in steps]
+    assert all(paths), "a step of the walk that does not start with a module's path"
+    return [path.group(1).replace("/", ".") for path in paths if path]
+
+
+def reached() -> dict[str, set[str]]:
+    """Each module of asp and the modules it reaches: those it imports (at the top or inside a
+    function), or names as a game to load (``"asp.x:Attr"``), and through a package those its
+    ``__init__`` imports."""
+    modules = dict(all_modules())
+    direct: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        source = path.read_text(encoding="utf-8")
+        names = imported(source, module, package=path.name == "__init__.py")
+        names += re.findall(r"\"(asp\.[\w.]+):\w+\"", source)
+        direct[module] = set()
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name:
+                direct[module].add(name)
+    reach: dict[str, set[str]] = {}
+    for module in modules:
+        seen, todo = set(), list(direct[module])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                if modules[name].name == "__init__.py":  # a package passes on what it imports
+                    todo += direct[name]
+        reach[module] = seen
+    return reach
+
+
+def test_the_walk_of_one_game_starts_at_the_console_script_and_follows_the_imports() -> None:
+    steps = walk()
+    script = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]["asp"]
+    assert steps[0] == script.partition(":")[0]
+    assert len(steps) == len(set(steps)), "a module named twice in the walk"
+    reach = reached()
+    assert [step for step in steps if step not in reach] == [], "modules of the walk that asp does not have"
+    unreached = [step for i, step in enumerate(steps[1:], 1) if not any(step in reach[s] for s in steps[:i])]
+    assert unreached == [], "modules of the walk that no module before them imports"

@@ -19,7 +19,7 @@ from helpers import asp, assert_pgn_extract_accepts, ok, pgn_games, read_scalars
 from run_helpers import kept_checkpoint, read_metrics, tiny_config
 
 from asp.app.cli import main
-from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, model_from_checkpoint
+from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, run_from_checkpoint
 from asp.connect4.model import C4Config
 from asp.tinychess.game import TinyChessGame
 
@@ -50,7 +50,7 @@ def test_train_connect4_writes_a_run_of_its_game(connect4_run: Path) -> None:
     config = json.loads((connect4_run / "config.json").read_text())
     assert config["game"] == "connect4" and config["iterations"] == 2
     assert config["network"] == {"tower": 4, "hidden": 16}
-    model, _ = model_from_checkpoint(connect4_run)  # rebuilt of the run's shape: 16 wide, not the default 32
+    _, model, _ = run_from_checkpoint(connect4_run)  # rebuilt of the run's shape: 16 wide, not the default 32
     assert model.cfg == C4Config(hidden=16, tower=4)
     state = load_checkpoint(connect4_run / "checkpoint.pt")
     assert state["format"] == GAME_FORMAT and state["config"]["game"] == "connect4" and state["next_iteration"] == 2

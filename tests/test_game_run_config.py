@@ -113,3 +113,37 @@ def test_a_run_checks_its_engine_against_the_engine_of_its_game() -> None:
         GameRun(GameRunConfig(game="connect4", eval_engine={"skill": 1}))
     engine = GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 1}), CHESS).engine
     assert engine.describe() == "stockfish skill 1 nodes 100"
+
+
+def test_a_game_gives_its_own_settings_of_a_run_and_asp_names_none() -> None:
+    import plain_games
+
+    cfg = defaults_for("plain_games:Tuned", plain_games.Tuned())
+    assert (cfg.games, cfg.search, cfg.train.replay, cfg.network) == (24, 4, 2, {"hidden": 16})
+    assert (cfg.iterations, cfg.eval_search) == (GameRunConfig().iterations, GameRunConfig().eval_search)
+    for game in ("tinychess", "connect4"):  # the shipped games' settings are their own too
+        assert defaults_for(game) != GameRunConfig(game=game)
+    from asp.app import run_config
+
+    assert "connect4" not in vars(run_config) and not hasattr(run_config, "GAME_DEFAULTS")
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        (
+            {"gmaes": 24},
+            r"plain_games:Tuned: the game's run_defaults\(\): no setting 'gmaes'; the settings: iterations",
+        ),
+        ({"train": {"replya": 2}}, r"no setting 'train.replya'; the settings: .*replay"),
+        ({"train": [2]}, r"train must be a mapping, got list"),
+        ({"search": 0}, r"GameRunConfig.search must be an int in 1..10000, got 0"),
+        ({"train": {"replay": 0}}, r"TrainConfig.replay must be"),
+    ],
+)
+def test_a_game_s_wrong_settings_are_named_in_one_line(settings: dict[str, Any], words: str) -> None:
+    import plain_games
+
+    with pytest.raises(ConfigError, match=words) as caught:
+        defaults_for("plain_games:Tuned", plain_games.Tuned(settings))
+    assert "\n" not in str(caught.value)

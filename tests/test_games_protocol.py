@@ -18,11 +18,13 @@ import pytest
 import torch
 
 from asp import SelfPlay
-from asp.app.game_loader import is_game, load_game
+from asp.app.game_loader import load_game
 from asp.errors import ConfigError, GameError, NonFiniteError, NotRetried, ShardFailed
 from asp.games import BaseMover, Mover, PlayConfig, RandomMover, TrainConfig, Trainer, play_games
+from asp.games.conformance import check_game
+from asp.games.movers import movers_of
 from asp.games.network_search import NetworkSearch
-from asp.games.protocol import movers, outcome, status, symmetries
+from asp.games.protocol import outcome, status, symmetries
 from asp.search import SearchConfig, Status, search
 from examples.tictactoe import TicTacToe
 
@@ -78,7 +80,7 @@ def test_random_plies_and_the_random_mover_meet_the_same_check() -> None:
     with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
         play(game, "policy", random_plies=4)
     with pytest.raises(GameError, match="^tictactoe: actions gave no action at "):
-        play_games(game.network(), movers(game)["random"], PlayConfig(game, n_games=2))
+        play_games(game.network(), movers_of(game)["random"], PlayConfig(game, n_games=2))
 
 
 NETWORKS = {
@@ -167,9 +169,10 @@ class _WithMovers(TicTacToe):
 
 def test_a_game_with_the_required_members_alone_loads_plays_searches_and_trains() -> None:
     game = load_game("plain_games:Plain")
-    assert isinstance(game, plain_games.Plain) and is_game(game)
-    assert symmetries(game) == () and list(movers(game)) == ["random"]
-    assert isinstance(movers(game)["random"], RandomMover)
+    assert isinstance(game, plain_games.Plain)
+    check_game(game)
+    assert symmetries(game) == () and list(movers_of(game)) == ["random"]
+    assert isinstance(movers_of(game)["random"], RandomMover)
     torch.manual_seed(0)
     for searched in (None, SearchConfig(4)):
         records, _ = play_games(game.network(), None, PlayConfig(game, n_games=4, search=searched, take_wins=True))
@@ -177,13 +180,13 @@ def test_a_game_with_the_required_members_alone_loads_plays_searches_and_trains(
     net = game.network()
     metrics = Trainer(net, game, TrainConfig(device="cpu")).train(records)  # symmetries on: none to draw
     assert math.isfinite(metrics["loss/policy"])
-    evaluated, _ = play_games(net, movers(game)["random"], PlayConfig(game, n_games=4))
+    evaluated, _ = play_games(net, movers_of(game)["random"], PlayConfig(game, n_games=4))
     assert [r.opponent_name for r in evaluated] == ["random"] * 4
 
 
 def test_random_is_every_game_s_first_mover_and_a_game_s_own_takes_its_place() -> None:
-    assert list(movers(TicTacToe())) == ["random"]
-    own = movers(_WithMovers())
+    assert list(movers_of(TicTacToe())) == ["random"]
+    own = movers_of(_WithMovers())
     assert list(own) == ["random", "leftmost"] and isinstance(own["random"], _Leftmost)
 
 

@@ -161,3 +161,48 @@ def test_the_root_of_the_package_holds_the_public_modules_only() -> None:
 )
 def test_the_check_catches_an_import_across_the_layers(module: str, source: str, bad: list[str]) -> None:
     assert violations(module, imported(source, module, package=False)) == bad
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of asp and the modules of asp it imports (a module's own packages left
+    out: a package that re-exports its modules is no circle)."""
+    modules = dict(all_modules())
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        graph[module] = set()
+        for name in imported(path.read_text(encoding="utf-8"), module, package=path.name == "__init__.py"):
+            while name and name not in modules:  # ``from asp.x import y``: y is a name in asp.x
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                graph[module].add(name)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of imports in ``graph``: for each, the modules along it, first repeated last."""
+    found, done, path = [], set(), []
+
+    def visit(module: str) -> None:
+        if module in path:
+            found.append(path[path.index(module) :] + [module])
+            return
+        if module in done:
+            return
+        path.append(module)
+        for name in sorted(graph[module]):
+            visit(name)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)
+    return found
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    assert circles(import_graph()) == []
+
+
+def test_the_check_finds_a_circle_of_lazy_imports() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c", "a"]]

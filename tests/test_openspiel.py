@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from helpers import asp, ok
 
-from asp.app.game_loader import check_named_game, is_game, load_game
+from asp.app.game_loader import check_named_game, load_game
 from asp.app.player import Player
 from asp.errors import ConfigError
-from asp.games.protocol import movers
+from asp.games.conformance import check_game
+from asp.games.movers import movers_of
 from asp.openspiel import MCTSConfig, MCTSMover, OpenSpielGame
 
 pyspiel = pytest.importorskip("pyspiel")
@@ -81,7 +82,7 @@ def test_random_games_agree_with_pyspiel_at_every_ply(name: str) -> None:
 def test_a_game_of_asp_by_the_protocol_with_a_network_of_its_shape() -> None:
     for name, planes in (("connect_four", (5, 6, 7)), ("oware", None)):
         game = OpenSpielGame(name)
-        assert is_game(game)
+        check_game(game)
         rows = game.encode([game.start(), game.apply(game.start(), 0)])
         net = game.network()
         assert net.cfg.planes == planes and rows.shape == (2, net.cfg.features)
@@ -162,7 +163,7 @@ def test_the_loader_takes_openspiel_games_without_trust() -> None:
 
 def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
     game = OpenSpielGame("connect_four")
-    mover = movers(game)["mcts100"]
+    mover = movers_of(game)["mcts100"]
     assert isinstance(mover, MCTSMover) and mover.opponent_name == "mcts100"
     rebuilt = type(mover)(mover.cfg)
     state = game.parse_state("3 4 3 4 3 4")  # x stacks three in column 3, o in column 4

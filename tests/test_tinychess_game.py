@@ -14,7 +14,8 @@ import torch
 from helpers import assert_pgn_extract_accepts, pgn_games
 
 from asp.games import MODEL, OPPONENT, PlayConfig, Record, TrainConfig, Trainer, play_games
-from asp.games.protocol import movers, status
+from asp.games.movers import movers_of
+from asp.games.protocol import status
 from asp.search import SearchConfig
 from asp.tinychess.features import encode_boards
 from asp.tinychess.game import ChessState, TinyChessGame, material_lead
@@ -165,7 +166,7 @@ def test_notation_errors_say_what_is_wrong() -> None:
 
 
 def test_the_game_s_movers_are_the_random_and_greedy_movers_and_the_material_searcher() -> None:
-    known = movers(GAME)
+    known = movers_of(GAME)
     assert list(known) == ["random", "greedy", "material2"] and isinstance(known["greedy"], GreedyChessMover)
     assert isinstance(known["material2"], MaterialSearchMover)
     assert all(mover.opponent_name == name for name, mover in known.items())

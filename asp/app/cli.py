@@ -25,17 +25,14 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from asp.app.commands import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, moves, play, show, train
 from asp.app.commands import eval as eval_command
-from asp.app.commands import moves, play, show, train
-from asp.app.entry import EXIT_INTERRUPTED
 from asp.app.game_loader import TRUST_HINT
 from asp.errors import AspError, NotRetried, ShardFailed
 from asp.util.log import LOG_FORMATS, LOG_LEVELS, configure_logging
 
 __all__ = ["COMMANDS", "main"]
 
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
 TRUST_GAME_HELP = (
     "import the game that a file read names (a checkpoint's, a kept version's, a games file's, a config's) "
     "where it is a module outside asp (MODULE:ATTR): that runs the module's code, so only for files you trust"
@@ -88,9 +85,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" ({e.filename})" if e.filename else ""
         print(f"asp {args.command}: {e.strerror or e}{where}", file=sys.stderr)
         return EXIT_FAILURE
-
-
-if __name__ == "__main__":
-    from asp.app.entry import main as entry
-
-    entry()

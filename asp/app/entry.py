@@ -1,8 +1,9 @@
 """The ``asp`` command's process: Ctrl-C at any moment ends it in one line with status 130.
 
-The console script calls :func:`main`. This module imports nothing of asp's at its top, so
-that the command's own imports (torch, argparse) already run inside the ``try`` that turns a
-KeyboardInterrupt into that line; only Python's own start-up comes before it. Once the
+The console script calls :func:`main`. This module imports nothing of asp's at its top but
+the exit codes (:mod:`asp.app.commands`, which imports nothing), so that the command's own
+imports (torch, argparse) already run inside the ``try`` that turns a KeyboardInterrupt into
+that line; only Python's own start-up comes before it. Once the
 command has returned, a Ctrl-C ends the process at once and quietly: the interpreter's exit
 (joining threads, finalizers) has nothing left to say.
 """
@@ -14,10 +15,9 @@ import signal
 import sys
 from types import FrameType
 
-__all__ = ["main"]
+from asp.app.commands import EXIT_INTERRUPTED
 
-EXIT_INTERRUPTED = 130
-"""128 + SIGINT, as a shell reports a job that Ctrl-C stopped."""
+__all__ = ["main"]
 
 
 def _import_torch() -> None:

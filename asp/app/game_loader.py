@@ -23,7 +23,7 @@ from typing import Any
 
 from asp.errors import ConfigError
 
-__all__ = ["GAMES", "OPENSPIEL", "TINYCHESS", "TRUST_HINT", "check_named_game", "is_game", "load_game"]
+__all__ = ["GAMES", "OPENSPIEL", "TINYCHESS", "TRUST_HINT", "check_named_game", "load_game"]
 
 TINYCHESS = "tinychess"
 """The default game: chess, with TinyChess's network (:class:`~asp.tinychess.game.TinyChessGame`)."""
@@ -42,13 +42,6 @@ _CHECKED: set[str] = set()
 
 _METHODS = ("start", "to_move", "outcome", "actions", "apply", "encode", "network", "action_text", "parse_action",
             "state_text", "parse_state", "show")  # fmt: skip
-
-
-def is_game(obj: object) -> bool:
-    """Whether ``obj`` has what :class:`asp.games.Game` asks of a game."""
-    return all(callable(getattr(obj, name, None)) for name in _METHODS) and all(
-        hasattr(obj, name) for name in ("name", "action_size")
-    )
 
 
 def check_named_game(spec: Any, where: str, *, trusted: bool) -> None:

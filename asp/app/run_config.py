@@ -11,18 +11,18 @@ True
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from asp.app.game_loader import TINYCHESS, load_game
+from asp.app.game_loader import load_game
 from asp.errors import ConfigError
 from asp.games import TrainConfig
-from asp.games.protocol import openings
+from asp.games.protocol import openings, run_defaults
 from asp.pipeline import MAX_STALENESS
 from asp.util.checks import check_bool, check_int, check_number
 
 __all__ = [
-    "GAME_DEFAULTS",
     "VERSION_MATCH_RANDOM_PLIES",
     "GameRunConfig",
     "defaults_for",
@@ -216,37 +216,30 @@ class GameRunConfig:
         return cls(train=train, eval_engine=engine, **data)
 
 
-GAME_DEFAULTS: dict[str, dict[str, Any]] = {
-    TINYCHESS: {
-        "games": 160,
-        "max_plies": 200,
-        "search": 8,
-        "eval_every": 10,
-        "train": TrainConfig(
-            batch_size=1024, value_coef=0.5, outcome_gamma=0.95, heuristic_weight=0.05, heuristic_gamma=0.95
-        ),
-    },
-    "connect4": {
-        "iterations": 24,
-        "eval_every": 10,
-        "eval_search": 256,
-        "train": TrainConfig(value_mix=0.5, merge_repeats=True, lr_final=2e-4),
-        "network": {"tower": 4, "hidden": 32},
-    },
-}
-"""The settings a shipped game trains with where they differ from :class:`GameRunConfig`'s,
-by the game's name: a game of chess is longer, and its value learns the material (its
-heuristic) besides the result, discounted; Connect Four trains a convolutional tower, its value
-on the search's value as well as the result, each repeated position once, at a falling
-learning rate, and its model plays to win with 256 simulations a move.
-``benchmarks/bench_learning.py`` measures each of these against the run without it."""
-
-
 def defaults_for(spec: str, game: Any = None) -> GameRunConfig:
     """The config of a run of the game ``spec`` names (``game``, where the caller loaded it)
-    before any option: :data:`GAME_DEFAULTS`."""
-    name = (load_game(spec) if game is None else game).name
-    return GameRunConfig(game=spec, **GAME_DEFAULTS.get(name, {}))
+    before any option: the game's own settings
+    (:func:`~asp.games.protocol.run_defaults`) over :class:`GameRunConfig`'s.
+
+    :raises ConfigError: the game's settings name something that is not a setting of a run,
+        or a value out of its range.
+    """
+    loaded = load_game(spec) if game is None else game
+    data = run_defaults(loaded)
+    owner = f"{spec}: the game's run_defaults()"
+    for cls, given, where in ((GameRunConfig, data, ""), (TrainConfig, data.get("train", {}), "train.")):
+        if isinstance(given, TrainConfig):
+            continue
+        if not isinstance(given, Mapping):
+            raise ConfigError(
+                f"{owner}: {where.rstrip('.') or 'the settings'} must be a mapping, got {type(given).__name__}"
+            )
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "game"]
+        unknown = [f"{where}{key}" for key in given if key not in names]
+        if unknown:
+            raise ConfigError(f"{owner}: no setting {', '.join(map(repr, unknown))}; the settings: {', '.join(names)}")
+    train = data.pop("train", TrainConfig())
+    return GameRunConfig(game=spec, train=train if isinstance(train, TrainConfig) else TrainConfig(**train), **data)
 
 
 def fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:

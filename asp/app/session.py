@@ -43,7 +43,7 @@ from asp.app.run.writer import Writer
 from asp.errors import IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
-from asp.util.cleanup import finish_in_thread, finish_thread_call, wait_out
+from asp.util.cleanup import finish_in_thread, wait_out
 
 __all__ = ["check_resumable", "train_session"]
 
@@ -55,8 +55,8 @@ Progress = Callable[[str, dict[str, Any]], None]
 
 
 async def train_session(
-    run: RunDir,
-    game: GameRun,
+    rundir: RunDir,
+    run: GameRun,
     *,
     resume: bool,
     workers: int | None = None,
@@ -68,7 +68,8 @@ async def train_session(
     engine_path: str | None = None,
     tensorboard: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run (or resume) the training run ``game`` in ``run``; return every iteration's metrics line.
+    """Run (or resume) the training run ``run`` in the run directory ``rundir``; return every
+    iteration's metrics line.
 
     Files are written in threads, so the workers' shards keep being collected meanwhile; once
     this returns (or raises, or is cancelled) no thread of it writes anything any more.
@@ -84,44 +85,44 @@ async def train_session(
     if trainer_threads is not None:
         torch.set_num_threads(trainer_threads)
     try:
-        engine, note = engine_opponent(game, engine_path)
+        engine, note = engine_opponent(run, engine_path)
         selfplay = functools.partial(
             SelfPlay, workers=workers, threads_per_worker=threads_per_worker, backend=backend, address=address
         )
-        saving = functools.partial(_Saver, run, game, engine=engine, notify=notify, tensorboard=tensorboard)
-        return await _train(run, game, resume, selfplay, saving, notify, note)
+        saving = functools.partial(_Saver, rundir, run, engine=engine, notify=notify, tensorboard=tensorboard)
+        return await _train(rundir, run, resume, selfplay, saving, notify, note)
     finally:
         torch.set_num_threads(threads)
 
 
 async def _train(
-    run: RunDir, game: GameRun, resume: bool, new_selfplay: Callable[[], SelfPlay],
+    rundir: RunDir, run: GameRun, resume: bool, new_selfplay: Callable[[], SelfPlay],
     new_saver: Callable[..., _Saver], notify: Progress, note: str | None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Train, from the start or where ``run`` stopped; ``new_saver(history, selfplay, writer)``
+    """Train, from the start or where ``rundir`` stopped; ``new_saver(history, selfplay, writer)``
     writes each iteration's files."""
-    cfg = game.cfg
+    cfg = run.cfg
     torch.manual_seed(cfg.seed)
-    model = game.new_model()
-    trainer = game.new_trainer(model)
+    model = run.new_model()
+    trainer = run.new_trainer(model)
     start, version = 0, 0
     first_plays: list[tuple[int, torch.nn.Module]] = []
     if resume:
-        restored = _restore(run, game, model, trainer)  # changes no file
+        restored = _restore(rundir, run, model, trainer)  # changes no file
         start, version, first_plays = restored.next_iteration, restored.version, restored.pending_plays
-        history = run.truncate_metrics(start)
-        if run.checkpoint.exists():
-            log.info("run_resumed", run=str(run.path), next_iteration=start, version=version)
+        history = rundir.truncate_metrics(start)
+        if rundir.checkpoint.exists():
+            log.info("run_resumed", run=str(rundir.path), next_iteration=start, version=version)
         else:  # started, but stopped before its first checkpoint
-            log.info("run_restarted", run=str(run.path))
+            log.info("run_restarted", run=str(rundir.path))
     else:
-        run.create(cfg)
+        rundir.create(cfg)
         history = []
-        log.info("run_started", run=str(run.path), config=cfg.to_dict())
+        log.info("run_started", run=str(rundir.path), config=cfg.to_dict())
     if start >= cfg.iterations:
         return history
     if start == 0:  # version 0, the untrained network: the first rung of the ladder
-        await finish_in_thread(keep_version, run, cfg, version=0, next_iteration=0, weights=model.state_dict())
+        await finish_in_thread(keep_version, rundir, cfg, version=0, next_iteration=0, weights=model.state_dict())
     notify("started", {"iteration": start, "note": note})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
@@ -138,7 +139,7 @@ async def _train(
                 selfplay,
                 model,
                 train=trainer.train,
-                play_cfg=game.play_cfg,
+                play_cfg=run.play_cfg,
                 overlap=cfg.overlap,
                 max_staleness=cfg.max_staleness,
                 on_shard=on_shard,
@@ -165,10 +166,10 @@ class _Saver:
     :data:`MAX_PENDING_SAVES` behind); a save cut short by a stop leaves its files whole."""
 
     def __init__(
-        self, run: RunDir, game: GameRun, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer, *,
+        self, rundir: RunDir, run: GameRun, history: list[dict[str, Any]], selfplay: SelfPlay, writer: Writer, *,
         engine: Any, notify: Progress, tensorboard: bool = False,
     ) -> None:  # fmt: skip
-        self.run, self.game, self.history = run, game, history
+        self.rundir, self.run, self.history = rundir, run, history
         self.engine = engine
         """The engine the evaluations play, found (None: none)."""
         self.selfplay, self.writer, self.notify = selfplay, writer, notify
@@ -199,7 +200,7 @@ class _Saver:
     async def save(self, report: IterationReport, model: torch.nn.Module, trainer: Any, watch: LoopWatch) -> None:
         """Queue the save of ``report``'s iteration behind the saves before it; wait only
         while :data:`MAX_PENDING_SAVES` are queued."""
-        cfg = self.game.cfg
+        cfg = self.run.cfg
         # Nothing trains until the next report is asked for: this is the state after training
         # on this iteration, copied before any thread writes it. (The weights of plays that had
         # begun are snapshots: nothing writes them.)
@@ -244,40 +245,40 @@ class _Saver:
         """Write an iteration's games, curves, metrics line and ``checkpoint`` (evaluating
         ``evaluated``, the weights it trained, first when given); append the line to the
         history and return it."""
-        run, writer = self.run, self.writer
-        line = metrics_line(report, self.game.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
+        rundir, writer = self.rundir, self.writer
+        line = metrics_line(report, self.run.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
         line.update(report.extra)
         if evaluated is not None:  # first: an evaluation that fails leaves no file of the iteration
             self.notify("evaluating", {"iteration": report.iteration})
             version = report.version_trained + 1
             evaluating = time.perf_counter()
             past = await finish_in_thread(
-                _kept_networks, run, past_versions(kept_versions(run.path), version), self.game
+                _kept_networks, rundir, past_versions(kept_versions(rundir.path), version), self.run
             )
             line["eval/version"] = version
             seconds = self._budget(line)
             line.update(await self._evaluate(report.iteration, evaluated, version, past, seconds))
             line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
-            await finish_in_thread(keep_version, run, self.game.cfg, version=version,
+            await finish_in_thread(keep_version, rundir, self.run.cfg, version=version,
                                    next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
         started = time.perf_counter()
         plain = [record.plain() for record in report.records]  # the samples are the trainer's, not the file's
-        path = run.games(report.iteration)
-        await finish_thread_call(functools.partial(writer.call, self.game.write_games, plain, path))
+        path = rundir.games(report.iteration)
+        await finish_in_thread(writer.call, self.run.write_games, plain, path)
         games_seconds = time.perf_counter() - started
         started = time.perf_counter()
         history = [*self.history, line]
-        failure = await finish_thread_call(functools.partial(writer.call, plot_history, history, run.curves))
+        failure = await finish_in_thread(writer.call, plot_history, history, rundir.curves)
         if failure is not None:  # a plot must never stop training
             log.warning("curves_failed", error=failure)
         # What the games and curves took: the artefacts written before the line itself.
         line["time/artefacts"] = round(games_seconds + time.perf_counter() - started, 6)
-        checkpoint_seconds = await finish_in_thread(commit_iteration, run, line, checkpoint)
+        checkpoint_seconds = await finish_in_thread(commit_iteration, rundir, line, checkpoint)
         self.history.append(line)
         if self.tensorboard:
-            await finish_in_thread(_to_tensorboard, run, line)
-        log.info("iteration_saved", iteration=report.iteration, checkpoint=str(run.checkpoint),
+            await finish_in_thread(_to_tensorboard, rundir, line)
+        log.info("iteration_saved", iteration=report.iteration, checkpoint=str(rundir.checkpoint),
                  checkpoint_seconds=round(checkpoint_seconds, 3), score=line.get("eval/score"))  # fmt: skip
         return line
 
@@ -285,7 +286,7 @@ class _Saver:
         """The seconds the evaluation of the iteration of ``line`` may take: ``eval_budget`` of
         the training's wall time since the evaluation before, that iteration's own included
         (None: no limit)."""
-        share = self.game.cfg.eval_budget
+        share = self.run.cfg.eval_budget
         if share <= 0:
             return None
         since = float(line.get("time/wall", 0.0))
@@ -307,40 +308,40 @@ class _Saver:
         ``seconds`` (see :func:`~asp.app.evaluation.evaluate.evaluate`); a failure that another
         attempt would only repeat names the iteration (IterationFailed)."""
         try:
-            return await evaluate(self.game, self.selfplay, model, version, past, self.engine, seconds=seconds)
+            return await evaluate(self.run, self.selfplay, model, version, past, self.engine, seconds=seconds)
         except ShardFailed as e:
             if isinstance(e.error, NotRetried):
                 raise IterationFailed(iteration, e.error) from e
             raise
 
 
-def _to_tensorboard(run: RunDir, line: dict[str, Any]) -> None:
+def _to_tensorboard(rundir: RunDir, line: dict[str, Any]) -> None:
     """Write a metrics line to the run's TensorBoard events; a failure is logged, never raised."""
     try:
-        write_scalars(run.path / TENSORBOARD, line)
+        write_scalars(rundir.path / TENSORBOARD, line)
     except Exception as e:  # noqa: BLE001 (TensorBoard must never stop training)
         log.warning("tensorboard_failed", error=repr(e))
 
 
-def _kept_networks(run: RunDir, versions: list[int], game: GameRun) -> list[tuple[int, torch.nn.Module]]:
-    """The networks of ``versions``, kept by ``run``, the run ``game``."""
-    return [(v, run_from_checkpoint(version_path(run.path, v), run=game)[1]) for v in versions]
+def _kept_networks(rundir: RunDir, versions: list[int], run: GameRun) -> list[tuple[int, torch.nn.Module]]:
+    """The networks of ``versions``, kept by ``rundir``, of the run ``run``."""
+    return [(v, run_from_checkpoint(version_path(rundir.path, v), run=run)[1]) for v in versions]
 
 
-def check_resumable(run: RunDir, game: GameRun) -> None:
-    """Raise RunError if ``run`` cannot be resumed as ``game``; reads and changes no file but
+def check_resumable(rundir: RunDir, run: GameRun) -> None:
+    """Raise RunError if ``rundir`` cannot be resumed as ``run``; reads and changes no file but
     the checkpoint and metrics it reads (as :func:`train_session` with ``resume=True`` would)."""
     rng = torch.get_rng_state()
     try:
-        model = game.new_model()
-        _restore(run, game, model, game.new_trainer(model))
-        _kept_networks(run, kept_versions(run.path), game)  # each a version of this run's game, whole
+        model = run.new_model()
+        _restore(rundir, run, model, run.new_trainer(model))
+        _kept_networks(rundir, kept_versions(rundir.path), run)  # each a version of this run's game, whole
     finally:
         torch.set_rng_state(rng)
 
 
-def _restore(run: RunDir, game: GameRun, model: torch.nn.Module, trainer: Any) -> Restored:
-    """Load ``run``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
+def _restore(rundir: RunDir, run: GameRun, model: torch.nn.Module, trainer: Any) -> Restored:
+    """Load ``rundir``'s checkpoint into ``model`` and ``trainer`` and return where it stopped (a
     run stopped before its first checkpoint starts again at iteration 0). Writes no file.
 
     :raises RunError: metrics.jsonl is damaged (:meth:`~asp.app.run.RunDir.read_metrics`),
@@ -348,12 +349,12 @@ def _restore(run: RunDir, game: GameRun, model: torch.nn.Module, trainer: Any) -
         metrics.jsonl holds more than what a run stopped before its first checkpoint leaves
         (the line of iteration 0, written just before that checkpoint).
     """
-    lines = run.read_metrics()
-    if not run.checkpoint.exists():
+    lines = rundir.read_metrics()
+    if not rundir.checkpoint.exists():
         if len(lines) > 1 or any(line.get("iteration") != 0 for line in lines):
             raise RunError(
-                f"{run.checkpoint}: missing, but {run.metrics} holds {len(lines)} iteration(s); "
+                f"{rundir.checkpoint}: missing, but {rundir.metrics} holds {len(lines)} iteration(s); "
                 "restore the checkpoint or start a new run in another --run-dir"
             )
         return Restored(next_iteration=0, version=0, pending_plays=[])
-    return restore_checkpoint(run.checkpoint, game, model, trainer)
+    return restore_checkpoint(rundir.checkpoint, run, model, trainer)

@@ -29,8 +29,9 @@ import torch
 from torch import nn
 
 from asp.games.checked import legal_actions
+from asp.games.protocol import Game, Mover
 
-__all__ = ["BaseMover", "RandomMover"]
+__all__ = ["BaseMover", "RandomMover", "movers_of"]
 
 
 class BaseMover(nn.Module):
@@ -58,3 +59,16 @@ class RandomMover(BaseMover):
     def choose(self, game: Any, state: Any, rng: random.Random) -> int:
         actions = legal_actions(game, state)
         return int(actions[rng.randrange(len(actions))])
+
+
+def movers_of(game: Game[Any]) -> dict[str, Mover]:
+    """The simple movers of ``game`` by name: ``random`` first, the uniformly random mover
+    every game has, then ``game.movers()`` where the game has them (its own ``random``, if
+    it has one, takes asp's place).
+
+    >>> from asp.connect4 import ConnectFour
+    >>> ConnectFour().movers().keys(), movers_of(ConnectFour()).keys()
+    (dict_keys(['winblock', 'lookahead']), dict_keys(['random', 'winblock', 'lookahead']))
+    """
+    listed = getattr(game, "movers", None)
+    return {"random": RandomMover(), **({} if listed is None else dict(listed()))}

@@ -41,7 +41,7 @@ Rules of the protocol, which asp relies on:
   - ``movers() -> mapping of str to Mover``: the simple movers the game knows besides
     ``random`` (Connect Four: ``winblock``), the evaluation's opponents. Every game has
     ``random`` (:class:`~asp.games.RandomMover`), first; a game's own ``random`` takes its
-    place (:func:`movers`).
+    place (:func:`asp.games.movers.movers_of`).
   - ``svg(state) -> str``: ``state`` as an SVG picture, which ``asp show`` writes beside the
     text board (Connect Four); without it, the text board alone.
   - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at
@@ -77,6 +77,12 @@ Rules of the protocol, which asp relies on:
     -> Mover``, which finds the program (at ``path``, else where the game looks) or raises
     :class:`~asp.errors.OpponentNotFound`; the opponent's ``close()``, where it has one,
     ends the program. Without it, the game has no engine (:func:`engine_config`).
+  - ``run_defaults() -> mapping of str to value``: the settings that ``asp train`` runs the
+    game with where they differ from asp's own, by the names of the run config's fields
+    (``games``, ``search``, ``eval_search``...; ``train``: a
+    :class:`~asp.games.TrainConfig`; ``network``: the fields of the game's network config),
+    plain data (TinyChess: longer games, 8 simulations a move). A setting on the command line
+    or in a config file comes over them. Without it, asp's own (:func:`run_defaults`).
 
 * The game object itself travels to the worker processes inside the play config: its class
   must be importable by module and name (defined at a module's top level), and it should be
@@ -115,11 +121,11 @@ __all__ = [
     "engine_config",
     "exported",
     "heuristic",
-    "movers",
     "openings",
     "outcome",
     "packed",
     "parsed_line",
+    "run_defaults",
     "search_root",
     "status",
     "symmetries",
@@ -304,26 +310,18 @@ def symmetries(game: Game[Any]) -> tuple[Symmetry, ...]:
     return () if listed is None else tuple(listed())
 
 
-def movers(game: Game[Any]) -> dict[str, Mover]:
-    """The simple movers of ``game`` by name: ``random`` first, the uniformly random mover
-    every game has, then ``game.movers()`` where the game has them (its own ``random``, if
-    it has one, takes asp's place).
-
-    >>> from asp.connect4 import ConnectFour
-    >>> ConnectFour().movers().keys(), movers(ConnectFour()).keys()
-    (dict_keys(['winblock', 'lookahead']), dict_keys(['random', 'winblock', 'lookahead']))
-    """
-    from asp.games.movers import RandomMover  # here: asp.games.movers imports this module, through asp.games.checked
-
-    listed = getattr(game, "movers", None)
-    return {"random": RandomMover(), **({} if listed is None else dict(listed()))}
-
-
 def openings(game: Game[Any]) -> tuple[str, ...]:
     """``game.openings()`` where the game has them, else none: the positions, in the game's
     notation, that matches between players that play to win start from."""
     listed = getattr(game, "openings", None)
     return () if listed is None else tuple(str(text) for text in listed())
+
+
+def run_defaults(game: Game[Any]) -> dict[str, Any]:
+    """``game.run_defaults()`` where the game has them, else none: the settings ``asp train``
+    runs the game with where they differ from asp's own."""
+    listed = getattr(game, "run_defaults", None)
+    return {} if listed is None else dict(listed())
 
 
 def search_root(game: Game[State], state: State) -> State:

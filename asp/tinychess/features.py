@@ -27,7 +27,7 @@ import chess
 import numpy as np
 import torch
 
-__all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards", "pack_boards", "placement_key", "unpack_boards"]
+__all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards", "pack_boards", "unpack_boards"]
 
 N_PLANES = 15
 """Planes of 64 squares in a board's encoding."""
@@ -96,16 +96,6 @@ def pack_boards(
     # Mirroring a board vertically reverses the order of its eight rank bytes.
     bitboards[black] = bitboards[black].byteswap()
     return bitboards, scalars
-
-
-def placement_key(board: chess.Board) -> tuple[int, ...]:
-    """Piece placement and side to move: what the repetition feature counts."""
-    # Coarser than python-chess's repetition key (no castling, no en passant), so its count
-    # is an upper bound: cheap to keep, and exact enough to decide when to ask python-chess.
-    return (
-        board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-        board.occupied_co[chess.WHITE], board.turn,
-    )  # fmt: skip
 
 
 def attacked(board: chess.Board, color: chess.Color) -> int:

@@ -295,6 +295,15 @@ class TinyChessGame:
         (:mod:`asp.tinychess.opponents`), the strongest, besides the random mover every game has."""
         return {"greedy": GreedyChessMover(), "material2": MaterialSearchMover()}
 
+    def run_defaults(self) -> dict[str, Any]:
+        """``asp train``'s settings for chess: games of 200 plies at most, 8 simulations a move
+        in self-play, an evaluation every 10 iterations, batches of 1024, and a value that
+        learns the material (:meth:`heuristic`) besides the result, discounted.
+        ``benchmarks/bench_learning.py`` measures each setting against the run without it."""
+        train = {"batch_size": 1024, "value_coef": 0.5, "outcome_gamma": 0.95,
+                 "heuristic_weight": 0.05, "heuristic_gamma": 0.95}  # fmt: skip
+        return {"games": 160, "max_plies": 200, "search": 8, "eval_every": 10, "train": train}
+
     def engine(self, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
         """A UCI engine (Stockfish) as this game's outside opponent: the
         :class:`~asp.tinychess.engine.EngineConfig` of ``fields``; its ``opponent()`` is an

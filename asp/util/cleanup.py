@@ -36,7 +36,7 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 import structlog
 
-__all__ = ["finish", "finish_in_thread", "finish_thread_call", "wait_out"]
+__all__ = ["finish", "finish_in_thread", "thread_call", "wait_out"]
 
 log = structlog.get_logger("asp.util.cleanup")
 
@@ -79,15 +79,15 @@ async def finish(coro: Coroutine[Any, Any, T]) -> T:
     return task.result()
 
 
-async def finish_thread_call(call: Callable[[], T], *, on_cancel: Callable[[], object] | None = None) -> T:
-    """Run ``call()`` in a thread and wait for it to return, through any cancellation; then re-raise."""
+async def thread_call(
+    call: Callable[[], T], *, on_cancel: Callable[[], object] | None = None
+) -> tuple[asyncio.Future[T], bool]:
+    """Run ``call()`` in a thread and wait for it to return, whatever cancellation arrives
+    meanwhile: its future (done) and whether a cancellation came (``on_cancel`` is called at
+    the first). For a caller that must act on what the call did before it stops
+    (:class:`asp.Pipeline` reports the iteration it trained); others use :func:`finish_in_thread`."""
     fut = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, call)
-    if await wait_out(fut, on_cancel):
-        if (error := fut.exception()) is not None:
-            func = getattr(call, "func", call)  # the partial's function: its arguments may be huge
-            log.warning("thread_failed_after_cancel", function=getattr(func, "__qualname__", "?"), error=repr(error))
-        raise asyncio.CancelledError
-    return fut.result()
+    return fut, await wait_out(fut, on_cancel)
 
 
 async def finish_in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -98,4 +98,9 @@ async def finish_in_thread(func: Callable[P, T], /, *args: P.args, **kwargs: P.k
     that arrives meanwhile (repeated, too) is re-raised once ``func`` has returned; an error
     ``func`` raised after the cancellation is logged, since the cancellation came first.
     """
-    return await finish_thread_call(functools.partial(func, *args, **kwargs))
+    fut, cancelled = await thread_call(functools.partial(func, *args, **kwargs))
+    if cancelled:
+        if (error := fut.exception()) is not None:
+            log.warning("thread_failed_after_cancel", function=getattr(func, "__qualname__", "?"), error=repr(error))
+        raise asyncio.CancelledError
+    return fut.result()

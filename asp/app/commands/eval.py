@@ -136,8 +136,8 @@ def run(args: argparse.Namespace) -> int:
         from asp.app.outputs import check_output_file
 
         check_output_file("--pgn", args.pgn)
-    game, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
-    return _eval(args, game, model, state["version"], engine)
+    run, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
+    return _eval(args, run, model, state["version"], engine)
 
 
 _NOT_OF_A_MATCH = ("log_format", "log_level", "trust_game", "ladder")
@@ -171,48 +171,48 @@ def _ladder(args: argparse.Namespace) -> int:
 
 
 def _eval(
-    args: argparse.Namespace, game: GameRun, model: torch.nn.Module, version: int, engine: dict[str, Any] | None
+    args: argparse.Namespace, run: GameRun, model: torch.nn.Module, version: int, engine: dict[str, Any] | None
 ) -> int:
-    """``asp eval RUN`` of the run ``game`` (``model`` at ``version``): a match against one of
+    """``asp eval RUN`` of the run ``run`` (``model`` at ``version``): a match against one of
     the game's movers, another checkpoint of the same game or the game's engine (``engine``,
     its fields: ``--vs stockfish``, ``--vs uci``); prints the score with its Elo, and writes the
     games to ``--pgn`` in the game's own format (chess)."""
     from asp.app.run_config import match_starts
     from asp.games import PlayConfig
+    from asp.games.movers import movers_of as game_movers
     from asp.games.protocol import exported
-    from asp.games.protocol import movers as game_movers
 
-    if args.pgn and exported(game.game, []) is None:
-        raise ConfigError(f"--pgn applies to a game of chess only, not to a {game.cfg.game} run")
-    opponent, described, opponent_version, opponent_search = _opponent(args, game, engine)
-    movers: dict[str, Any] = game_movers(game.game)  # each an nn.Module (asp.games.Mover)
+    if args.pgn and exported(run.game, []) is None:
+        raise ConfigError(f"--pgn applies to a game of chess only, not to a {run.cfg.game} run")
+    opponent, described, opponent_version, opponent_search = _opponent(args, run, engine)
+    movers: dict[str, Any] = game_movers(run.game)  # each an nn.Module (asp.games.Mover)
     play_cfg = PlayConfig(
-        game.game,
+        run.game,
         n_games=args.games,
         seed=args.seed,
-        max_plies=game.cfg.max_plies if args.max_plies is None else args.max_plies,
+        max_plies=run.cfg.max_plies if args.max_plies is None else args.max_plies,
         temperature=0.0 if args.temperature is None else args.temperature,
         opponent_temperature=1.0 if args.vs in movers else None,
         model_version=version,
         opponent_version=opponent_version,
-        search=play_search(game, args),
+        search=play_search(run, args),
         opponent_search=opponent_search,
         samples=False,
         # Two players that play to win would play the same two games over and over.
         **(
             {}
             if args.vs == "random" or args.from_start
-            else match_starts(game.game, between_networks=args.vs not in movers)
+            else match_starts(run.game, between_networks=args.vs not in movers)
         ),
     )
     records = _play_match(model, opponent, play_cfg, workers=args.workers)
     if args.pgn:
-        _write_pgn(args, game, records, opponent_version, named=args.vs not in movers and engine is None)
+        _write_pgn(args, run, records, opponent_version, named=args.vs not in movers and engine is None)
     return _print_match(args, version, described, records, engine=engine is not None)
 
 
 def _write_pgn(
-    args: argparse.Namespace, game: GameRun, records: list[Any], opponent_version: int, *, named: bool
+    args: argparse.Namespace, run: GameRun, records: list[Any], opponent_version: int, *, named: bool
 ) -> None:
     """Write the match's games to ``--pgn``; another checkpoint (``named``) is named by its run."""
     from asp.app.outputs import writing
@@ -222,7 +222,7 @@ def _write_pgn(
     if named:
         name = checkpoint_name(args.vs, opponent_version)
         records = [dataclasses.replace(record, opponent_name=name) for record in records]
-    export = exported(game.game, records)
+    export = exported(run.game, records)
     assert export is not None, "a game without a format of its own is refused above"
     with writing(args.pgn):
         write_text_atomic(args.pgn, export[1])
@@ -271,29 +271,29 @@ def _print_match(args: argparse.Namespace, version: int, described: str, records
 
 
 def _opponent(
-    args: argparse.Namespace, game: GameRun, engine: dict[str, Any] | None
+    args: argparse.Namespace, run: GameRun, engine: dict[str, Any] | None
 ) -> tuple[Any, str, int, SearchConfig | None]:
-    """``asp eval``'s opponent in the run ``game``: ``(opponent, in words, its version, its
+    """``asp eval``'s opponent in the run ``run``: ``(opponent, in words, its version, its
     search)``: a mover of the game, its engine, or another checkpoint of the same game."""
     from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.games.movers import movers_of as game_movers
     from asp.games.protocol import engine_config
-    from asp.games.protocol import movers as game_movers
 
-    movers: dict[str, Any] = game_movers(game.game)  # each an nn.Module (asp.games.Mover)
+    movers: dict[str, Any] = game_movers(run.game)  # each an nn.Module (asp.games.Mover)
     if args.vs in movers:
         return movers[args.vs], f"the {args.vs} mover", 0, None
-    has_engine = engine_config(game.game, {}) is not None
+    has_engine = engine_config(run.game, {}) is not None
     if engine is not None and has_engine:
-        found = engine_config(game.game, engine, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
+        found = engine_config(run.game, engine, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
         return found, found.opponent_name, 0, None
     if not args.vs.strip() or args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
         engines = ", stockfish, uci" if has_engine else ""
         raise ConfigError(
-            f"--vs {args.vs}: not an opponent of {game.cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"
+            f"--vs {args.vs}: not an opponent of {run.cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"
         )
     other, opponent, opponent_state = run_from_checkpoint(args.vs, trust_game=args.trust_game)
-    if other.cfg.game != game.cfg.game and other.game.name != game.game.name:
-        raise ConfigError(f"--vs {args.vs}: a run of {other.cfg.game}, not of {game.cfg.game}")
+    if other.cfg.game != run.cfg.game and other.game.name != run.game.name:
+        raise ConfigError(f"--vs {args.vs}: a run of {other.cfg.game}, not of {run.cfg.game}")
     version = opponent_state["version"]
     return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
 

@@ -68,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
     if args.checkpoint:
         if args.game is not None:
             raise ConfigError("--game is for a fresh model: a checkpoint plays its own run's game")
-        game, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
+        run, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
         play = _human if args.human else _play
-        return play(args, game, model, state["version"])
+        return play(args, run, model, state["version"])
     spec = args.game or TINYCHESS
     loaded = load_game(spec)
     fresh = GameRun(defaults_for(spec, loaded), loaded)  # as asp train would start it
@@ -121,7 +121,7 @@ def _human(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, versi
     return 0
 
 
-def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, version: int) -> int:
+def _play(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, version: int) -> int:
     """``asp play`` of a game: self-play games written as JSON lines to ``--out`` (and in the
     game's own format beside them, where it has one), or in the game's own format alone where
     ``--out`` has its suffix (chess: ``.pgn``); by default to ``selfplay`` with the game's own
@@ -133,7 +133,7 @@ def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, versi
     from asp.selfplay.sync import play_games_parallel
     from asp.util.atomic import write_text_atomic
 
-    own = exported(game.game, [])  # the game's own format, if it has one: the default file's
+    own = exported(run.game, [])  # the game's own format, if it has one: the default file's
     out = args.out or "selfplay" + (own[0] if own is not None else ".jsonl")
     check_output_file("--out", out)
     beside = Path(out).with_suffix(own[0]) if own is not None else Path(out)
@@ -141,24 +141,24 @@ def _play(args: argparse.Namespace, game: GameRun, model: torch.nn.Module, versi
         raise ConfigError(
             f"--out {out}: the games go in {beside} beside it too, and {beside} exists: remove it or pick another --out"
         )
-    search = play_search(game, args, sampling=True)
+    search = play_search(run, args, sampling=True)
     play_cfg = PlayConfig(
-        game.game,
+        run.game,
         n_games=args.games,
         seed=args.seed,
-        max_plies=game.cfg.max_plies if args.max_plies is None else args.max_plies,
+        max_plies=run.cfg.max_plies if args.max_plies is None else args.max_plies,
         temperature=1.0 if args.temperature is None else args.temperature,
         model_version=version,
         search=search,
         samples=False,
     )
     records, stats = play_games_parallel(model, None, play_cfg, workers=args.workers)
-    export = exported(game.game, records)
+    export = exported(run.game, records)
     with writing(out):
         if export is not None and Path(out).suffix == export[0]:  # chess: --out games.pgn asks for PGN
             write_text_atomic(out, export[1])
         else:
-            game.write_games([r.plain() for r in records], out)
+            run.write_games([r.plain() for r in records], out)
     print(play_summary(stats, out))  # noqa: T201
     return 0
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asp.app.entry import EXIT_INTERRUPTED
+from asp.app.commands import EXIT_INTERRUPTED
 from asp.app.outputs import check_output_directory
 from asp.errors import ConfigError
 from asp.util.checks import check_int
@@ -62,7 +62,9 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
     train.add_argument(
-        "--eval-every", type=int, help="evaluate every N iterations (default 10; Connect Four: 10; other games: 4)"
+        "--eval-every",
+        type=int,
+        help="evaluate every N iterations, and after the last (default 10; Connect Four: 10; other games: 4)",
     )
     train.add_argument(
         "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
@@ -171,39 +173,39 @@ def run(args: argparse.Namespace) -> int:
     from asp.app.run.lock import RunLock
     from asp.app.run.tensorboard import TENSORBOARD
 
-    game, changes = train_config(args)
+    run, changes = train_config(args)
     if args.config and args.resume:
         raise ConfigError("--config starts a new run: a resumed run keeps the config it started with")
     if args.print_config:
-        return print_config(args, game, changes)
+        return print_config(args, run, changes)
     for option, most in (("workers", 1024), ("threads_per_worker", 256), ("trainer_threads", 256)):
         value = getattr(args, option)
         if value is not None:  # SelfPlay's limits, said before the run directory changes
             check_int(f"--{option.replace('_', '-')}", value, 1, most)
-    _check_device(game.cfg.train.device)  # a resumed run's stored device too, below
+    _check_device(run.cfg.train.device)  # a resumed run's stored device too, below
     if args.tensorboard:
         from asp.app.run.tensorboard import check_tensorboard
 
         check_tensorboard()
     made: list[Path] = []  # the directories made here, deepest first
     if args.resume:
-        run = RunDir(args.resume)
-        if not run.path.is_dir():
-            raise RunError(f"{run.path}: no run directory to resume")
+        rundir = RunDir(args.resume)
+        if not rundir.path.is_dir():
+            raise RunError(f"{rundir.path}: no run directory to resume")
     else:
-        run = RunDir(args.run_dir or Path("runs") / (args.name or directory_name(str(game.game.name))))
-        made = [p for p in (run.path, *run.path.parents) if not p.exists()]
-        check_output_directory("--run-dir", run.path)  # made, and files can be created in it
+        rundir = RunDir(args.run_dir or Path("runs") / (args.name or directory_name(str(run.game.name))))
+        made = [p for p in (rundir.path, *rundir.path.parents) if not p.exists()]
+        check_output_directory("--run-dir", rundir.path)  # made, and files can be created in it
     # The run directory is this process's from here on: nothing in it is written before.
-    lock = RunLock(run.path)
+    lock = RunLock(rundir.path)
     locked_before = lock.file.exists()
     try:
         lock.acquire()
     except OSError as e:
-        raise RunError(f"run directory {run.path} cannot be written: {e.strerror or e}") from None
+        raise RunError(f"run directory {rundir.path} cannot be written: {e.strerror or e}") from None
     try:
         try:
-            game = _checked_run(args, run, game, changes)
+            run = _checked_run(args, rundir, run, changes)
         except BaseException:  # refused: nothing of this command stays behind
             if not locked_before:
                 lock.discard()
@@ -211,21 +213,21 @@ def run(args: argparse.Namespace) -> int:
                 with contextlib.suppress(OSError):
                     directory.rmdir()  # only if empty
             raise
-        if args.resume and not args.tensorboard and (run.path / TENSORBOARD).is_dir():
+        if args.resume and not args.tensorboard and (rundir.path / TENSORBOARD).is_dir():
             args = argparse.Namespace(**{**vars(args), "tensorboard": True})  # it wrote events: it goes on
-        return _train_locked(args, run, game)
+        return _train_locked(args, rundir, run)
     finally:
         lock.release()
 
 
-def _check_run_files(run: RunDir) -> None:
+def _check_run_files(rundir: RunDir) -> None:
     """RunError naming the first path of the run that is in the way of a file it writes."""
     from asp.app.run.checkpoint import RunError
 
-    for path in (run.metrics, run.log, run.checkpoint, run.path / "config.json", run.curves):
+    for path in (rundir.metrics, rundir.log, rundir.checkpoint, rundir.path / "config.json", rundir.curves):
         if path.is_dir():
             raise RunError(f"{path} is a directory: the run writes a file there")
-    games = run.games(0).parent
+    games = rundir.games(0).parent
     if games.exists() and not games.is_dir():
         raise RunError(f"{games} is not a directory: the run writes its games there")
     for path in sorted(games.glob("iter-*")) if games.is_dir() else []:
@@ -246,12 +248,12 @@ def _check_device(device: str) -> None:
         raise ConfigError(f"--device {device}: this torch has {have}; use --device cpu or auto")
 
 
-def _train_locked(args: argparse.Namespace, run: RunDir, game: GameRun) -> int:
+def _train_locked(args: argparse.Namespace, rundir: RunDir, run: GameRun) -> int:
     """``asp train`` once the run directory's lock is held and the run checked: run."""
     from asp.app.display import TrainDisplay
 
-    configure_logging(fmt=args.log_format, level=args.log_level, json_file=run.log)
-    cfg = game.cfg
+    configure_logging(fmt=args.log_format, level=args.log_level, json_file=rundir.log)
+    cfg = run.cfg
     budget = _core_budget(args, cfg)
     display = TrainDisplay(cfg.iterations, live=not args.no_progress and sys.stderr.isatty())
 
@@ -265,35 +267,35 @@ def _train_locked(args: argparse.Namespace, run: RunDir, game: GameRun) -> int:
     stopped_by: list[int] = []
     try:
         with display, asyncio.Runner() as runner:
-            history = runner.run(_cancellable_session(args, run, game, budget, progress, stopped_by))
+            history = runner.run(_cancellable_session(args, rundir, run, budget, progress, stopped_by))
     except (KeyboardInterrupt, asyncio.CancelledError):
         # The run has stopped and cleaned up: another Ctrl-C now must not cut the hint short.
         with _sigint_ignored():
             # The checkpoint, not this process, knows: a resumed run began with iterations done.
-            saved = run.saved_iterations()
+            saved = rundir.saved_iterations()
             print(  # noqa: T201 (the command line's own output, as in cli.py)
                 f"asp train: interrupted; the checkpoint holds {saved} complete iteration(s) of {cfg.iterations}; "
-                f"resume with: {_resume_hint(args, run)}",
+                f"resume with: {_resume_hint(args, rundir)}",
                 file=sys.stderr,
             )
         return 128 + signal.SIGTERM if stopped_by == [signal.SIGTERM] else EXIT_INTERRUPTED
-    print(_final_line(run, history))  # noqa: T201 (the command line's own output, as in cli.py)
+    print(_final_line(rundir, history))  # noqa: T201 (the command line's own output, as in cli.py)
     return 0
 
 
-def _checked_run(args: argparse.Namespace, run: RunDir, game: GameRun, changes: dict[str, Any]) -> GameRun:
+def _checked_run(args: argparse.Namespace, rundir: RunDir, run: GameRun, changes: dict[str, Any]) -> GameRun:
     """The run to train: a resumed run's stored one (only its length may change); RunError or
     ConfigError for anything that cannot run, before anything in the run directory changes."""
     from asp.app.commands.train_options import resumed_run
     from asp.app.session import check_resumable
 
     if args.resume:
-        game = resumed_run(args, run, game, changes)
-    _check_device(game.cfg.train.device)
-    _check_run_files(run)
+        run = resumed_run(args, rundir, run, changes)
+    _check_device(run.cfg.train.device)
+    _check_run_files(rundir)
     if args.resume:
-        check_resumable(run, game)  # before anything in the run directory changes
-    return game
+        check_resumable(rundir, run)  # before anything in the run directory changes
+    return run
 
 
 def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
@@ -311,8 +313,8 @@ def _core_budget(args: argparse.Namespace, cfg: Any) -> Any:
     return split_cores(overlap=False, workers=args.workers, trainer_threads=args.trainer_threads)
 
 
-def _resume_hint(args: argparse.Namespace, run: RunDir) -> str:
-    hint = f"asp train --resume {run.path}"
+def _resume_hint(args: argparse.Namespace, rundir: RunDir) -> str:
+    hint = f"asp train --resume {rundir.path}"
     if args.backend != "local":
         hint += f" --backend {args.backend}" + (f" --address {args.address}" if args.address else "")
     if args.tensorboard:
@@ -321,7 +323,7 @@ def _resume_hint(args: argparse.Namespace, run: RunDir) -> str:
 
 
 async def _cancellable_session(
-    args: argparse.Namespace, run: RunDir, game: GameRun, budget: Any, progress: Any, stopped_by: list[int]
+    args: argparse.Namespace, rundir: RunDir, run: GameRun, budget: Any, progress: Any, stopped_by: list[int]
 ) -> list[dict[str, Any]]:
     """The training session, cancelled by the first Ctrl-C or SIGTERM (noted in ``stopped_by``)."""
     from asp.app.session import train_session
@@ -349,8 +351,8 @@ async def _cancellable_session(
             if signal.getsignal(signum) is not signal.SIG_IGN:
                 loop.add_signal_handler(signum, on_signal, signum)
     return await train_session(
+        rundir,
         run,
-        game,
         resume=bool(args.resume),
         workers=budget.workers,
         threads_per_worker=args.threads_per_worker,
@@ -363,7 +365,7 @@ async def _cancellable_session(
     )
 
 
-def _final_line(run: RunDir, history: Sequence[dict[str, Any]]) -> str:
+def _final_line(rundir: RunDir, history: Sequence[dict[str, Any]]) -> str:
     """The last line of ``asp train``: the final scores, how the time went, where the curves are."""
     from asp.app.run.metrics import mover_scores
 
@@ -371,8 +373,8 @@ def _final_line(run: RunDir, history: Sequence[dict[str, Any]]) -> str:
     score = final.get("eval/score")
     others = "".join(f", against the {name} mover: {value:.3f}" for name, value in mover_scores(final).items())
     return (
-        f"trained {len(history)} iterations in {run.path}; last score against a random mover: "
-        f"{'n/a' if score is None else f'{score:.3f}'}{others}; {_time_summary(history)}; curves: {run.curves}"
+        f"trained {len(history)} iterations in {rundir.path}; last score against a random mover: "
+        f"{'n/a' if score is None else f'{score:.3f}'}{others}; {_time_summary(history)}; curves: {rundir.curves}"
     )
 
 

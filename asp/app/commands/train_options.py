@@ -145,31 +145,31 @@ def _named_option(option: str, make: Callable[[], T]) -> T:
         raise ConfigError(f"--{option.replace('_', '-')}: {e}") from None
 
 
-def resumed_run(args: argparse.Namespace, run: RunDir, asked: GameRun, changes: dict[str, Any]) -> GameRun:
-    """The run a resume of ``run`` runs: the stored one, as long as the options ask (only its
+def resumed_run(args: argparse.Namespace, rundir: RunDir, asked: GameRun, changes: dict[str, Any]) -> GameRun:
+    """The run a resume of ``rundir`` runs: the stored one, as long as the options ask (only its
     length may change: anything else would be another run), its game trusted; of ``asked``'s
     game where the stored run names the same, else loaded now."""
     from asp.app.game_loader import check_named_game
     from asp.app.game_run import GameRun
     from asp.app.run.checkpoint import RunError
 
-    stored = run.stored_config()
-    check_named_game(stored.game, f"--resume {run.path}", trusted=args.trust_game or args.game == stored.game)
+    stored = rundir.stored_config()
+    check_named_game(stored.game, f"--resume {rundir.path}", trusted=args.trust_game or args.game == stored.game)
     clash = {k: v for k, v in changes.items() if k != "iterations" and getattr(stored, k, None) != v}
     if clash:
         named = ", ".join(f"{k}={v!r}" for k, v in clash.items())
-        raise RunError(f"{run.path}: belongs to another config ({named} differs from the stored run)")
+        raise RunError(f"{rundir.path}: belongs to another config ({named} differs from the stored run)")
     cfg = dataclasses.replace(stored, iterations=changes.get("iterations", stored.iterations))
     return asked.with_cfg(cfg) if cfg.game == asked.cfg.game else GameRun(cfg)
 
 
-def print_config(args: argparse.Namespace, game: GameRun, changes: dict[str, Any]) -> int:
+def print_config(args: argparse.Namespace, run: GameRun, changes: dict[str, Any]) -> int:
     """``asp train --print-config``: the run's whole config as a file for ``--config`` (a
     resumed run's: the one it started with, and the iterations asked for)."""
     from asp.app.config_file import config_text
     from asp.app.run import RunDir
 
     if args.resume:
-        game = resumed_run(args, RunDir(args.resume), game, changes)
-    print(config_text(game.cfg.to_dict()), end="")  # noqa: T201 (the command line's own output, as in cli.py)
+        run = resumed_run(args, RunDir(args.resume), run, changes)
+    print(config_text(run.cfg.to_dict()), end="")  # noqa: T201 (the command line's own output, as in cli.py)
     return 0

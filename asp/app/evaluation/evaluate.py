@@ -17,7 +17,7 @@ from asp.app.evaluation.elo import match_result_of
 from asp.app.evaluation.matches import matches_metrics, play_matches
 from asp.app.game_run import GameRun
 from asp.errors import ConfigError, NotRetried, OpponentNotFound, ShardFailed
-from asp.games.protocol import movers as all_movers
+from asp.games.movers import movers_of as all_movers
 from asp.selfplay import SelfPlay
 
 __all__ = ["EVAL_PRIORITY", "Past", "engine_opponent", "evaluate"]

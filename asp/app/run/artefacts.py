@@ -13,22 +13,22 @@ from asp.app.run.checkpoint import kept_version_state, version_path, write_check
 __all__ = ["commit_iteration", "keep_version", "plot_history"]
 
 
-def commit_iteration(run: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
+def commit_iteration(rundir: RunDir, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
     """Append the metrics line, then write the checkpoint; return the seconds the checkpoint took.
 
     The line goes first: a resumed run drops the lines past its checkpoint. One call, so that
     a cancellation waits for both rather than falling between them.
     """
-    run.append_metrics(line)
+    rundir.append_metrics(line)
     started = time.perf_counter()
-    write_checkpoint(checkpoint, run.checkpoint)
+    write_checkpoint(checkpoint, rundir.checkpoint)
     return time.perf_counter() - started
 
 
-def keep_version(run: RunDir, cfg: Any, *, version: int, next_iteration: int, weights: dict[str, Any]) -> None:
-    """Keep ``version`` of the run ``cfg`` in ``run``: the weights and config, as
+def keep_version(rundir: RunDir, cfg: Any, *, version: int, next_iteration: int, weights: dict[str, Any]) -> None:
+    """Keep ``version`` of the run ``cfg`` in ``rundir``: the weights and config, as
     :func:`~asp.app.run.checkpoint.kept_version_state` (a copy, then written atomically)."""
-    path = version_path(run.path, version)
+    path = version_path(rundir.path, version)
     path.parent.mkdir(exist_ok=True)
     write_checkpoint(kept_version_state(cfg, version=version, next_iteration=next_iteration, weights=weights), path)
 

@@ -70,7 +70,6 @@ __all__ = [
     "kept_versions_line",
     "load_checkpoint",
     "load_weights",
-    "model_from_checkpoint",
     "pending_plays",
     "restore_checkpoint",
     "run_from_checkpoint",
@@ -282,14 +281,6 @@ def run_from_checkpoint(
     load_weights(model, data["model"], path)
     model.eval()
     return loaded, model, data
-
-
-def model_from_checkpoint(
-    path: str | os.PathLike[str], *, trust_game: bool = False
-) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """The model and the checkpoint of :func:`run_from_checkpoint`."""
-    _, model, data = run_from_checkpoint(path, trust_game=trust_game)
-    return model, data
 
 
 def checkpoint_path(where: str | os.PathLike[str]) -> Path:
