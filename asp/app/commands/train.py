@@ -64,7 +64,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--eval-every",
         type=int,
-        help="evaluate every N iterations, and after the last (default 10; Connect Four: 10; other games: 4)",
+        help="evaluate every N iterations, and after the last (default 10; Connect Four: 24; other games: 4)",
     )
     train.add_argument(
         "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
