@@ -62,6 +62,7 @@ from asp.backends.worker import cfg_play, check_playable
 from asp.errors import ClosedError, ConfigError, LoopError
 from asp.selfplay.calls import Call, ShardResult
 from asp.selfplay.dispatch import Dispatcher
+from asp.selfplay.running import Limits
 from asp.selfplay.shards import call_stats, collect_games, default_shard_games, plan_shards
 from asp.util.checks import SECONDS, check_cfg, check_int, check_number
 from asp.util.cleanup import finish
@@ -165,10 +166,7 @@ class SelfPlay:
         self._dispatcher = Dispatcher(
             self._backend,
             play_fn=play_fn,
-            retries=retries,
-            stall_timeout=stall_timeout,
-            start_timeout=start_timeout,
-            cancel_grace=cancel_grace,
+            limits=Limits(retries, stall_timeout, start_timeout, cancel_grace),
         )
 
     @property

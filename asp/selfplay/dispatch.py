@@ -30,7 +30,7 @@ from asp.backends.worker import ShardTask
 from asp.errors import AspError, ConfigError
 from asp.selfplay.calls import Call
 from asp.selfplay.offers import FlightCounts, plan_offers
-from asp.selfplay.running import Flight, Flights
+from asp.selfplay.running import Flight, Flights, Limits
 from asp.selfplay.shards import Shard, take_batch
 from asp.util.cleanup import finish
 
@@ -50,22 +50,13 @@ class Dispatcher:
         backend: Backend,
         *,
         play_fn: Any,
-        retries: int,
-        stall_timeout: float | None,
-        start_timeout: float,
-        cancel_grace: float,
+        limits: Limits,
     ) -> None:
         self.backend = backend
         self.workers = backend.workers
         self.play_fn = play_fn
         self._calls: list[Call] = []
-        self._flights = Flights(
-            backend,
-            retries=retries,
-            stall_timeout=stall_timeout,
-            start_timeout=start_timeout,
-            cancel_grace=cancel_grace,
-        )
+        self._flights = Flights(backend, limits)
         self._idle_deaths = [0] * self.workers
         self._numbered = 0
         self._poke: asyncio.Future[None] | None = None

@@ -31,7 +31,7 @@ from asp.errors import AspError, NotRetried, ShardCancelled, ShardFailed
 from asp.selfplay.calls import Call, ShardResult
 from asp.selfplay.shards import Shard, id_mismatch
 
-__all__ = ["Flight", "Flights"]
+__all__ = ["Flight", "Flights", "Limits"]
 
 
 @dataclass
@@ -73,23 +73,23 @@ class Flight:
         return {"shard": self.lead.index, "shards": len(self.shards), "attempt": max(s.attempt for s in self.shards)}
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How often a shard runs again and how long its worker may take: the options of
+    :class:`asp.SelfPlay` of the same names, checked there (see the module docstring)."""
+
+    retries: int
+    stall_timeout: float | None
+    start_timeout: float
+    cancel_grace: float
+
+
 class Flights:
     """The flights in ``backend``'s slots, and their ends (see the module docstring)."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        *,
-        retries: int,
-        stall_timeout: float | None,
-        start_timeout: float,
-        cancel_grace: float,
-    ) -> None:
+    def __init__(self, backend: Backend, limits: Limits) -> None:
         self.backend = backend
-        self.retries = retries
-        self.stall_timeout = stall_timeout
-        self.start_timeout = start_timeout
-        self.cancel_grace = cancel_grace
+        self.limits = limits
         self._by_slot: dict[int, Flight] = {}
         self._busy = 0.0
 
@@ -133,7 +133,7 @@ class Flights:
         they have not stopped ``cancel_grace`` seconds later (:meth:`check_deadlines`)."""
         for flight in self._by_slot.values():
             if flight.call.ended and flight.cancel_by is None:
-                flight.cancel_by = time.monotonic() + self.cancel_grace
+                flight.cancel_by = time.monotonic() + self.limits.cancel_grace
                 self.backend.cancel(flight.slot)
                 flight.call.log.info("shard_cancelled", **flight.describe(), pid=flight.pid)
 
@@ -254,7 +254,7 @@ class Flights:
                 continue
             state = states.get(flight.slot, flight.state)  # no answer: the counter did not move
             if state.phase == progress.IDLE and flight.moved is None:
-                if now - flight.dispatched > self.start_timeout:
+                if now - flight.dispatched > self.limits.start_timeout:
                     await self._give_up_on(flight, "not_started")
                 continue
             if flight.pid is None:
@@ -264,7 +264,7 @@ class Flights:
                 continue  # pickling and sending a result is not a stall, however large it is
             if flight.moved is None or state.plies != flight.state.plies:
                 flight.state, flight.moved = state, now
-            elif self.stall_timeout is not None and now - flight.moved > self.stall_timeout:
+            elif self.limits.stall_timeout is not None and now - flight.moved > self.limits.stall_timeout:
                 await self._give_up_on(flight, "stalled")
 
     async def _give_up_on(self, flight: Flight, overdue: str) -> None:
@@ -290,7 +290,7 @@ class Flights:
             call.log.error(
                 "shard_not_started", pid=pid, slot=flight.slot, **flight.describe(), seconds=round(waited, 2)
             )
-            reason = f"worker {pid} did not start the shard within start_timeout={self.start_timeout} s"
+            reason = f"worker {pid} did not start the shard within start_timeout={self.limits.start_timeout} s"
             details = reason
         taken = await self._taken(flight)
         await self.backend.kill(flight.slot, reason)
@@ -313,7 +313,7 @@ class Flights:
         if isinstance(error, NotRetried):  # the caller gets it, said as it is: no fault to report here
             call.log.info("shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason)
             raise ShardFailed(worst.index, worst.attempt + 1, reason, details, error)
-        if worst.attempt >= self.retries:
+        if worst.attempt >= self.limits.retries:
             call.log.error(
                 "shard_failed", shard=worst.index, attempts=worst.attempt + 1, reason=reason, traceback=details
             )
