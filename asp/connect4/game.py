@@ -146,9 +146,8 @@ class ConnectFour:
         """``asp train``'s settings for Connect Four: 24 iterations, a convolutional tower (4
         blocks 32 wide), its value on the search's value as well as the result, each repeated
         position once, at a falling learning rate, and 256 simulations a move when it plays to
-        win, evaluated once, after the last iteration (an evaluation of 256 simulations a move
-        costs about a tenth of the run). ``benchmarks/bench_learning.py`` measures each setting
-        against the run without it."""
+        win, evaluated once, after the last iteration. ``benchmarks/bench_learning.py``
+        measures each setting against the run without it."""
         return {
             "iterations": 24,
             "eval_every": 24,
