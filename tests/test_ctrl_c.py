@@ -167,3 +167,38 @@ def test_ctrl_c_at_any_moment_ends_in_one_line_with_status_130(job: Job, run_sec
     group = left_after(lambda: process_group(job.proc.pid), seconds=10)
     assert group == [], f"processes of the run's group left alive:\n{output}"
     assert sorted(p.name for p in job.tmp.glob("asp-*")) == [], f"temporary files left behind:\n{output}"
+
+
+AFTER_RETURN = """
+import os, signal, sys
+from asp.app import cli
+
+cli.main = lambda: print("trained 2 iterations") or 0  # the command has done its work
+
+
+class Trip:  # Ctrl-C as entry flushes the command's output, after the command returned
+    def __init__(self, stream):
+        self.stream, self.tripped = stream, False
+
+    def write(self, text):
+        return self.stream.write(text)
+
+    def flush(self):
+        if not self.tripped:
+            self.tripped = True
+            os.kill(os.getpid(), signal.SIGINT)
+        self.stream.flush()
+
+
+sys.stdout = Trip(sys.stdout)
+from asp.app.entry import main
+main()
+"""
+
+
+def test_ctrl_c_after_the_command_returned_keeps_its_status(tmp_path: Path) -> None:
+    # Before the fix, the window between the command's return and the quiet handler raised a
+    # KeyboardInterrupt outside main's try: a traceback and status -2 after the run's last line.
+    command = [sys.executable, "-c", AFTER_RETURN]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=LIMIT)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "trained 2 iterations\n", "")

@@ -35,22 +35,32 @@ def _import_torch() -> None:
 
 def main() -> None:
     """Run the command line with ``sys.argv`` and exit with its status."""
+    code: int | None = None
     try:
         if not {"-h", "--help"} & set(sys.argv[1:]) and len(sys.argv) > 1:
             _import_torch()
         from asp.app.cli import main as command
 
         code = command()
-    except KeyboardInterrupt:  # while importing, before the command could handle it
-        print("asp: interrupted", file=sys.stderr)  # noqa: T201 (the command line's own output)
-        code = EXIT_INTERRUPTED
+        _quiet_from_now(code)
+    except KeyboardInterrupt:
+        if code is None:  # while importing, before the command could handle it
+            print("asp: interrupted", file=sys.stderr)  # noqa: T201 (the command line's own output)
+            code = EXIT_INTERRUPTED
+        # else the command had returned and its last line was out: its status stands
+        _quiet_from_now(code)
+    sys.exit(code)
+
+
+def _quiet_from_now(status: int) -> None:
+    """Flush the command's output, then let a Ctrl-C end the process at once with ``status``.
+    Called inside :func:`main`'s ``try``: a Ctrl-C between the command's return and the new
+    handler is caught there, not printed as a traceback with status -2."""
     sys.stdout.flush()
     sys.stderr.flush()
-    status = code
 
     def exit_now(signum: int, frame: FrameType | None) -> None:
         os._exit(status)
 
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, exit_now)
-    sys.exit(code)
