@@ -65,12 +65,20 @@ def play_side_by_side(name: str, seed: int) -> int:
             return passes
         assert game.to_move(state) == spiel.current_player() and game.outcome(state) is None
         assert game.actions(state) == spiel.legal_actions()
+        assert game.winning(state) == [a for a in spiel.legal_actions() if won_by(spiel, a)]
         action = rng.choice(spiel.legal_actions())
         before = game.state_text(state)
         spiel.apply_action(action)
         state2 = game.apply(state, action)
         assert game.state_text(state) == before  # apply made a new state
         state = state2
+
+
+def won_by(spiel: object, action: int) -> bool:
+    """Whether ``action`` ends pyspiel's game at once with a positive return for its mover."""
+    after = spiel.clone()  # type: ignore[attr-defined]
+    after.apply_action(action)
+    return bool(after.is_terminal() and after.returns()[spiel.current_player()] > 0)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name", SIDE_BY_SIDE)
@@ -92,6 +100,22 @@ def test_a_game_of_asp_by_the_protocol_with_a_network_of_its_shape() -> None:
         assert type(net)(net.cfg).cfg == net.cfg  # rebuilt in a worker from its cfg
     again = pickle.loads(pickle.dumps(OpenSpielGame("hex(board_size=5)")))
     assert again.name == "openspiel:hex(board_size=5)" and again.action_size == 26
+
+
+def test_the_wins_in_one_are_given_to_the_search() -> None:
+    # Before, the adapter had no winning(): its search found a win in one only by searching,
+    # and saw none of the opponent's threats until it had tried the move.
+    game = OpenSpielGame("tic_tac_toe")
+    assert game.winning(game.parse_state("0 3 1 4")) == [2]  # x takes the top row
+    assert game.winning(game.parse_state("0 3 1 4 8")) == [5]  # o's middle row
+    assert game.winning(game.parse_state("0 3")) == []
+    four = OpenSpielGame("connect_four")
+    assert four.winning(four.parse_state("0 1 0 1 0 1")) == [0]
+    checkers = OpenSpielGame("checkers")
+    state, rng = checkers.start(), random.Random(0)
+    while not state.must_pass and checkers.outcome(state) is None:  # up to its first forced pass
+        state = checkers.apply(state, rng.choice(checkers.actions(state)))
+    assert state.must_pass and checkers.winning(state) == []
 
 
 def test_the_side_to_move_is_in_the_encoding() -> None:

@@ -192,6 +192,20 @@ class OpenSpielGame:
         again = not spiel.is_terminal() and spiel.current_player() != other
         return SpielState(spiel, other, must_pass=again)
 
+    def winning(self, state: SpielState) -> list[int]:
+        """The actions that end the game at once with a positive return for the side to move:
+        each legal action played on a copy of the position (OpenSpiel's ``child``), so that
+        the search plays a win in one without searching and sees the threat of one."""
+        if state.must_pass:
+            return []
+        mover = state.spiel.current_player()
+        won = []
+        for action in state.spiel.legal_actions():
+            child = state.spiel.child(action)
+            if child.is_terminal() and child.returns()[mover] > 0:
+                won.append(int(action))
+        return won
+
     def encode(self, states: Sequence[SpielState]) -> torch.Tensor:
         rows = np.zeros((len(states), self.features), dtype=np.float32)
         area = (self.features - self.observation_size) // 2
