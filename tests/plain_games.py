@@ -67,3 +67,11 @@ class Tuned(TicTacToe):
         if self.settings is not None:
             return self.settings
         return {"games": 24, "search": 4, "train": {"replay": 2}, "network": {"hidden": 16}}
+
+
+class Judged(TicTacToe):
+    """Tic-tac-toe whose game cut short goes to the player who holds the centre (``adjudicate``)."""
+
+    def adjudicate(self, state: Board) -> float:
+        holder = state.cells[4]
+        return 0.0 if holder == 0 else 1.0 if holder == 1 + self.to_move(state) else -1.0

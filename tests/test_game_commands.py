@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import re
 import shutil
@@ -456,3 +457,16 @@ def test_an_evaluation_past_its_budget_of_time_plays_one_round_of_each_match(tmp
     ok(asp("train", "--config", str(config), "--workers", "2", "--no-progress", "--run-dir", "run", cwd=tmp_path))
     line = read_metrics(tmp_path / "run")[-1]
     assert line["eval/games"] == line["eval_winblock/games"] == line["eval_lookahead/games"] == 20  # of 60
+
+
+def test_a_person_plays_to_the_ply_cap_and_the_games_adjudicate_judges(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, a game cut at --max-plies was called a draw whoever held the centre, and a move
+    # refused counted as a ply: "9" then "5" made the cut after the person's one move.
+    monkeypatch.setattr("sys.stdin", io.StringIO("9x\n5\n1\n2\n3\n"))
+    args = ["play", "--game", "plain_games:Judged", "--human", "--search", "4", "--max-plies", "2"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "not a move: '9x' is not a cell 1-9" in out and out.count("asp plays") == 1
+    assert out.strip().splitlines()[-1].startswith("you won (cut at 2 plies, adjudicated; ")

@@ -83,18 +83,16 @@ def _human(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, versi
     the terminal, the board printed after every move."""
     from asp.app.player import Player
     from asp.games.checked import legal_actions
-    from asp.games.protocol import outcome
+    from asp.games.protocol import adjudicated, outcome
 
     if args.out is not None or args.workers != 1 or args.games != 64 or args.temperature is not None:
         raise ConfigError("--human plays one game at the terminal: no --out, --games, --workers or --temperature")
     player, game = Player(run, model, play_search(run, args), version), run.game
     human = 0 if args.human == "first" else 1
-    state = game.start()
+    state, plies = game.start(), 0
     max_plies = run.cfg.max_plies if args.max_plies is None else args.max_plies
     print(f"{game.name}: you play {args.human}; moves in the game's notation, 'quit' to stop\n{game.show(state)}")  # noqa: T201
-    for _ in range(max_plies):
-        if outcome(game, state) is not None:
-            break
+    while outcome(game, state) is None and plies < max_plies:
         if game.to_move(state) == human:
             try:
                 text = input("your move: ")
@@ -113,11 +111,15 @@ def _human(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, versi
         else:
             action = player.move(state)
             print(f"asp plays {game.action_text(state, action)}")  # noqa: T201
-        state = game.apply(state, action)
+        state, plies = game.apply(state, action), plies + 1
         print(game.show(state))  # noqa: T201
     value = outcome(game, state)
-    yours = 0.0 if value is None else value if game.to_move(state) == human else -value
-    print({1.0: "you won", -1.0: "you lost"}.get(yours, "a draw") + f" ({game.state_text(state)})")  # noqa: T201
+    cut = value is None  # at max_plies: the game's adjudicate says who won, as in training
+    value = adjudicated(game, state) if value is None else value
+    yours = value if game.to_move(state) == human else -value
+    verdict = "you won" if yours > 0 else "you lost" if yours < 0 else "a draw"
+    where = f"cut at {plies} plies, adjudicated; " if cut else ""
+    print(f"{verdict} ({where}{game.state_text(state)})")  # noqa: T201
     return 0
 
 
