@@ -16,34 +16,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asp.backends.weights import WeightRef
+from asp.backends.worker import ShardOutput
 from asp.selfplay.shards import Shard
 
 __all__ = ["Call", "CallFigures", "ShardResult"]
 
 
-@dataclass(frozen=True)
-class ShardResult:
-    """What one worker played in one go (a shard, or several), as :meth:`SelfPlay.stream` yields it."""
+@dataclass(frozen=True, kw_only=True)
+class ShardResult(ShardOutput):
+    """What one worker played in one go (a shard, or several), as :meth:`SelfPlay.stream`
+    yields it: what the worker sent back (its ``records`` and ``stats`` as ``play_fn``
+    returned them, its ``pid``, ``seconds`` and ``node``) and where it sits in its call."""
 
-    records: list[Any]
-    """The shard's game records, as ``play_fn`` returned them."""
-    stats: dict[str, Any]
-    """The shard's stats, as ``play_fn`` returned them."""
     shard: int
     """Index of its first shard within its call (0-based)."""
     attempt: int
     """Which attempt produced it: 0 for the first run, 1 for the first retry... (the highest of
     its shards)."""
-    pid: int
-    """Process id of the worker that played it."""
-    seconds: float
-    """Seconds the worker spent on it."""
     first_game: int
     """Id of the first game of its first shard."""
     n_games: int
     """Games in all its shards."""
-    node: str
-    """The machine that played it: its host name (local backend) or Ray node id."""
     shards: tuple[int, ...]
     """Every shard whose games it holds: with the default ``shard_games`` a worker plays several
     at once in one batch (see :class:`SelfPlay`, "balancing"); else just ``(shard,)``."""

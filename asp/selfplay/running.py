@@ -22,7 +22,7 @@ import asyncio
 import time
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from asp import progress
@@ -214,15 +214,11 @@ class Flights:
         )
         call.deliver(
             ShardResult(
-                records=out.records,
-                stats=out.stats,
+                **{f.name: getattr(out, f.name) for f in fields(out)},  # what the worker sent back
                 shard=flight.lead.index,
                 attempt=max(s.attempt for s in played),
-                pid=out.pid,
-                seconds=out.seconds,
                 first_game=flight.lead.first_game,
                 n_games=games,
-                node=out.node,
                 shards=tuple(sorted(s.index for s in played)),
             )
         )
