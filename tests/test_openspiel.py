@@ -187,6 +187,8 @@ def test_the_loader_takes_openspiel_games_without_trust() -> None:
 
 def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
     game = OpenSpielGame("connect_four")
+    assert list(movers_of(game)) == ["random", "mcts100", "mcts1000"]
+    assert movers_of(game)["mcts1000"].opponent_name == "mcts1000"
     mover = movers_of(game)["mcts100"]
     assert isinstance(mover, MCTSMover) and mover.opponent_name == "mcts100"
     rebuilt = type(mover)(mover.cfg)

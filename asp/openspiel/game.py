@@ -225,9 +225,11 @@ class OpenSpielGame:
         return SpielNet(cfg)
 
     def movers(self) -> dict[str, Any]:
+        """OpenSpiel's ``MCTSBot`` with 100 simulations a move, which a model with search beats
+        early, and with 1,000, the yardstick of a trained one."""
         from asp.openspiel.movers import MCTSConfig, MCTSMover
 
-        return {"mcts100": MCTSMover(MCTSConfig(100))}
+        return {"mcts100": MCTSMover(MCTSConfig(100)), "mcts1000": MCTSMover(MCTSConfig(1000))}
 
     def action_text(self, state: SpielState, action: int) -> str:
         """OpenSpiel's name of ``action``, each run of spaces in it written ``_`` (go's
