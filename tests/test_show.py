@@ -7,6 +7,8 @@ that python-chess's chess.svg marks (``lastmove`` squares, the ``check`` gradien
 
 from __future__ import annotations
 
+import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,8 +17,7 @@ import pytest
 from helpers import asp
 
 from asp.app.cli import main
-from asp.app.commands.show_pgn import read_game, render, write_boards
-from asp.errors import ConfigError
+from asp.app.commands.show import write_boards
 from asp.games import MODEL, OPPONENT, Record
 from asp.tinychess import TinyChessGame
 
@@ -110,7 +111,8 @@ def test_ply_zero_of_a_game_from_a_custom_fen_is_that_position(
     lastmove, check, text = _marks(out.read_text(encoding="utf-8"))
     assert (lastmove, check) == (set(), set())
     assert text == str(chess.Board(BACK_RANK_FEN))
-    final_lastmove, final_check, _ = _marks(render(games, game=2))
+    final = write_boards(TinyChessGame(), games, tmp_path / "final.svg", game_number=2).paths[0]
+    final_lastmove, final_check, _ = _marks(final.read_text(encoding="utf-8"))
     assert (final_lastmove, final_check) == ({"a1", "a8"}, {"g8"})
 
 
@@ -166,15 +168,32 @@ def test_ply_with_a_directory_exits_2(games: Path, tmp_path: Path, capsys: pytes
     assert not (tmp_path / "boards").exists()
 
 
-def test_a_game_that_does_not_parse_is_an_error_naming_the_game(tmp_path: Path) -> None:
+def test_a_game_that_does_not_parse_is_an_error_naming_the_game(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     broken = tmp_path / "broken.pgn"
     broken.write_text('[Result "*"]\n\n1. e4 e5 2. Ke3 *\n', encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"--game 1.*Ke3"):
-        read_game(broken)
+    code, _, stderr = _show(capsys, str(broken), "--out", str(tmp_path / "x.svg"))
+    assert code == 2 and re.match(r"asp show: --game: game 1 of .*broken.pgn does not parse: .*Ke3", stderr), stderr
     empty = tmp_path / "empty.pgn"
     empty.write_text("", encoding="utf-8")
-    with pytest.raises(ConfigError, match="no PGN games"):
-        write_boards(empty, tmp_path / "x.svg")
+    code, _, stderr = _show(capsys, str(empty), "--out", str(tmp_path / "x.svg"))
+    assert code == 2 and "empty.pgn holds no games" in stderr
+
+
+def test_a_tinychess_games_file_is_drawn_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Before, TinyChess drew no picture of its own: only asp show of a PGN file drew a board.
+    game = TinyChessGame()
+    state, actions = game.start(), []
+    for uci in FOOLS_MATE:
+        actions.append(game.parse_action(state, uci))
+        state = game.apply(state, actions[-1])
+    path = tmp_path / "games.jsonl"
+    path.write_text(json.dumps({"game": "tinychess", "start": "", "actions": actions}) + "\n", encoding="utf-8")
+    code, stdout, stderr = _show(capsys, str(path), "--out", str(tmp_path / "mate.svg"))
+    assert code == 0, stderr
+    assert stdout.strip().splitlines()[-1].startswith(f"wrote {tmp_path / 'mate.svg'}: the position after ply 4")
+    assert _marks((tmp_path / "mate.svg").read_text(encoding="utf-8"))[:2] == ({"d8", "h4"}, {"e1"})
 
 
 @pytest.mark.slow

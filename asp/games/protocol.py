@@ -43,7 +43,7 @@ Rules of the protocol, which asp relies on:
     ``random`` (:class:`~asp.games.RandomMover`), first; a game's own ``random`` takes its
     place (:func:`asp.games.movers.movers_of`).
   - ``svg(state) -> str``: ``state`` as an SVG picture, which ``asp show`` writes beside the
-    text board (Connect Four); without it, the text board alone.
+    text board (Connect Four, TinyChess); without it, the text board alone.
   - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at
     ``max_plies`` (TinyChess: by material); without it such a game is drawn (0).
   - ``heuristic(state) -> float``: a guess at what ``state`` is worth to the side to move,
@@ -63,7 +63,11 @@ Rules of the protocol, which asp relies on:
     :meth:`Game.start`, and one between two networks with two random plies (:func:`openings`).
   - ``records_text(records) -> str`` and ``records_suffix`` (``".pgn"``), a pair: the games
     (:class:`~asp.games.Record`) in the game's own file format (TinyChess: PGN), which a
-    run writes beside its JSON lines of records (:func:`exported`).
+    run writes beside its JSON lines of records (:func:`exported`); with them,
+    ``read_record(path, number) -> mapping``: the ``number``-th game (from 1) of a file of that
+    format as ``{"start": position text, or "" for the game's own start, "actions": [...]}``,
+    which ``asp show`` draws; it raises ValueError for a file or game it cannot read, and
+    LookupError(n) where the file holds n games, fewer than ``number`` (:func:`imported`).
   - ``parse_line(text) -> state``: the position that one line of a file of positions
     (``asp moves --positions``) writes, in the game's own line format, the whole line read
     (TinyChess: a FEN, or an EPD with its operations; Connect Four: the solver test sets'
@@ -121,6 +125,7 @@ __all__ = [
     "engine_config",
     "exported",
     "heuristic",
+    "imported",
     "openings",
     "outcome",
     "packed",
@@ -369,3 +374,10 @@ def exported(game: Game[Any], records: Sequence[Record]) -> tuple[str, str] | No
     text = getattr(game, "records_text", None)
     suffix = getattr(game, "records_suffix", None)
     return None if text is None or suffix is None else (str(suffix), str(text(records)))
+
+
+def imported(game: Game[Any], path: str, number: int) -> Mapping[str, Any] | None:
+    """``game.read_record(path, number)``, the ``number``-th game of a file of the game's own
+    format, where the game reads its format; else None."""
+    read = getattr(game, "read_record", None)
+    return None if read is None else dict(read(path, number))

@@ -44,7 +44,7 @@ from asp.tinychess.model import ModelConfig, TinyChess
 from asp.tinychess.moves import POLICY_SIZE, index_move, legal_move_indices, move_index
 from asp.tinychess.openings import OPENINGS
 from asp.tinychess.opponents import GreedyChessMover, MaterialSearchMover
-from asp.tinychess.pgn import to_pgn
+from asp.tinychess.pgn import read_pgn_game, to_pgn
 from asp.util.checks import check_int
 
 __all__ = ["ChessState", "TinyChessGame", "material_lead"]
@@ -327,6 +327,27 @@ class TinyChessGame:
         <BLANKLINE>
         """
         return "\n".join(to_pgn(record) for record in records)
+
+    def read_record(self, path: str, number: int) -> dict[str, Any]:
+        """The ``number``-th game (from 1) of a PGN file, its start and actions
+        (:func:`~asp.tinychess.pgn.read_pgn_game`): what ``asp show`` draws."""
+        return read_pgn_game(path, number)
+
+    def svg(self, state: ChessState) -> str:
+        """The position as an SVG board (python-chess's :func:`chess.svg.board`), the last
+        move and a king in check marked.
+
+        >>> game = TinyChessGame()
+        >>> state = game.apply(game.start(), game.parse_action(game.start(), "e2e4"))
+        >>> svg = game.svg(state)
+        >>> svg.startswith("<svg") and "lastmove" in svg and 'class="check"' not in svg
+        True
+        """
+        import chess.svg
+
+        board = state.board
+        check = board.king(board.turn) if board.is_check() else None
+        return str(chess.svg.board(board, lastmove=state.move, check=check, size=400))
 
     def openings(self) -> tuple[str, ...]:
         """The bundled openings (:data:`~asp.tinychess.openings.OPENINGS`): matches between

@@ -1,21 +1,26 @@
 """Games of TinyChess as PGN: :func:`to_pgn` writes an :class:`asp.games.Record` of chess
 with the standard headers and asp's own (what :meth:`TinyChessGame.records_text
 <asp.tinychess.game.TinyChessGame.records_text>` writes, and ``asp play`` and ``asp eval
---pgn`` save).
+--pgn`` save); :func:`read_pgn_game` reads one game of a PGN file back as its start and
+actions (what ``asp show`` draws).
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import stat
+from pathlib import Path
+from typing import Any, TextIO, cast
 
 import chess
 import chess.pgn
 
 from asp.errors import ConfigError
 from asp.games.records import MODEL, OPPONENT, RESULTS, Record
-from asp.tinychess.moves import index_move
+from asp.tinychess.moves import index_move, move_index
 
-__all__ = ["PGN_TERMINATION", "to_pgn"]
+__all__ = ["PGN_TERMINATION", "read_pgn_game", "to_pgn"]
 
 PGN_TERMINATION: dict[str, str] = {
     "checkmate": "normal",
@@ -134,3 +139,97 @@ def to_pgn(record: Record, *, event: str | None = None, opponent: str | None = N
     # PGN's export format: movetext wrapped at 80 columns (str(game) would write one long line,
     # over the standard's 255-character limit in any game of ~40 moves or more).
     return game.accept(chess.pgn.StringExporter(columns=80)) + "\n"
+
+
+class _QuietBuilder(chess.pgn.GameBuilder[chess.pgn.Game]):
+    """A GameBuilder that keeps parse errors in ``game.errors`` without logging them: the
+    caller reports the error of the one game it was asked for. ``tags`` counts the tag pairs
+    read: python-chess reads any text as a game, and one with no tag pair and no move was no
+    PGN game."""
+
+    tags = 0
+
+    def visit_header(self, tagname: str, tagvalue: str) -> None:
+        self.tags += 1
+        super().visit_header(tagname, tagvalue)
+
+    def handle_error(self, error: Exception) -> None:
+        self.game.errors.append(error)
+
+
+_LINE_LIMIT = 1 << 20
+"""The longest line read from a PGN file, in characters: a longer one is no PGN."""
+
+
+class _Lines:
+    """A PGN file as python-chess reads it (``readline``), a bounded line at a time."""
+
+    def __init__(self, handle: TextIO, path: Path) -> None:
+        self.handle = handle
+        self.path = path
+
+    def readline(self) -> str:
+        line = self.handle.readline(_LINE_LIMIT)
+        if len(line) >= _LINE_LIMIT and not line.endswith("\n"):
+            raise ValueError(f"{self.path} is not a PGN file (a line over {_LINE_LIMIT} characters)")
+        return line
+
+    def __enter__(self) -> _Lines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+
+def _open(path: Path) -> TextIO:
+    """``path`` opened for python-chess: a regular file of text (NUL bytes say it is not)."""
+    try:
+        with path.open("rb") as raw:
+            if not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+                raise ValueError(f"{path} is not a regular file")
+            if b"\0" in raw.read(1 << 16):
+                raise ValueError(f"{path} is not a PGN file (binary data)")
+        return cast(TextIO, _Lines(path.open(encoding="utf-8-sig", errors="replace"), path))
+    except FileNotFoundError:
+        raise ValueError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory") from None
+    except OSError as e:
+        raise ValueError(f"cannot read {path}: {e.strerror}") from None
+
+
+def _count_games(path: Path) -> int:
+    with _open(path) as handle:
+        count = 0
+        while chess.pgn.skip_game(handle):
+            count += 1
+        return count
+
+
+def read_pgn_game(path: str | os.PathLike[str], number: int) -> dict[str, Any]:
+    """The ``number``-th game (from 1) of the PGN file at ``path`` as ``{"start": FEN, or ""
+    for the standard start, "actions": [...]}``, its main line's moves as TinyChess's actions
+    (what :meth:`TinyChessGame.read_record <asp.tinychess.game.TinyChessGame.read_record>` gives).
+
+    :raises ValueError: a file that is missing, unreadable or no PGN, or a game whose moves do
+        not parse (its message names the game).
+    :raises LookupError: the file holds fewer games; ``args[0]`` is how many it holds.
+    """
+    source = Path(path)
+    if number >= 1:
+        with _open(source) as handle:
+            skipped = all(chess.pgn.skip_game(handle) for _ in range(number - 1))
+            builder = _QuietBuilder()
+            found = chess.pgn.read_game(handle, Visitor=lambda: builder) if skipped else None
+        if found is not None:
+            if builder.tags == 0 and found.next() is None:
+                raise ValueError(f"{source} is not a PGN file (game {number} has no tag pair and no move)")
+            if found.errors:
+                raise ValueError(f"game {number} of {source} does not parse: {found.errors[0]}")
+            board, actions = found.board(), []
+            for move in found.mainline_moves():
+                actions.append(move_index(move, board.turn))
+                board.push(move)
+            start = found.board()
+            return {"start": "" if start == chess.Board() else start.fen(), "actions": actions}
+    raise LookupError(_count_games(source))
