@@ -423,7 +423,7 @@ async def test_a_save_stopped_before_its_first_step_leaves_no_coroutine_never_aw
 
 def test_a_plot_that_fails_is_reported_not_raised(tmp_path: Path) -> None:
     """The writer process draws the curves; a failure comes back as text for a warning."""
-    from asp.app.run.artefacts import plot_history as _plot
+    from asp.app.run.curves import plot_history as _plot
 
     assert _plot([{"iteration": 0, "loss/policy": 1.0}], tmp_path / "curves.png") is None
     failure = _plot([{"iteration": 0}], tmp_path / "missing" / "curves.png")

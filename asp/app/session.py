@@ -27,7 +27,6 @@ from asp.app.evaluation.ladder import ladder_metrics, past_versions
 from asp.app.game_run import GameRun
 from asp.app.loop_watch import LoopWatch
 from asp.app.run import RunDir
-from asp.app.run.artefacts import commit_iteration, keep_version, plot_history
 from asp.app.run.checkpoint import (
     Restored,
     RunError,
@@ -37,6 +36,7 @@ from asp.app.run.checkpoint import (
     run_from_checkpoint,
     version_path,
 )
+from asp.app.run.curves import plot_history
 from asp.app.run.metrics import metrics_line
 from asp.app.run.tensorboard import TENSORBOARD, write_scalars
 from asp.app.run.writer import Writer
@@ -122,7 +122,7 @@ async def _train(
     if start >= cfg.iterations:
         return history
     if start == 0:  # version 0, the untrained network: the first rung of the ladder
-        await finish_in_thread(keep_version, rundir, cfg, version=0, next_iteration=0, weights=model.state_dict())
+        await finish_in_thread(rundir.keep_version, cfg, version=0, next_iteration=0, weights=model.state_dict())
     notify("started", {"iteration": start, "note": note})
 
     def on_shard(iteration: int, done: int, total: int) -> None:
@@ -260,7 +260,7 @@ class _Saver:
             line.update(await self._evaluate(report.iteration, evaluated, version, past, seconds))
             line.update(ladder_metrics([*self.history, line]))
             line["time/evaluation"] = round(time.perf_counter() - evaluating, 6)
-            await finish_in_thread(keep_version, rundir, self.run.cfg, version=version,
+            await finish_in_thread(rundir.keep_version, self.run.cfg, version=version,
                                    next_iteration=report.iteration + 1, weights=evaluated.state_dict())  # fmt: skip
         started = time.perf_counter()
         plain = [record.plain() for record in report.records]  # the samples are the trainer's, not the file's
@@ -274,7 +274,7 @@ class _Saver:
             log.warning("curves_failed", error=failure)
         # What the games and curves took: the artefacts written before the line itself.
         line["time/artefacts"] = round(games_seconds + time.perf_counter() - started, 6)
-        checkpoint_seconds = await finish_in_thread(commit_iteration, rundir, line, checkpoint)
+        checkpoint_seconds = await finish_in_thread(rundir.commit_iteration, line, checkpoint)
         self.history.append(line)
         if self.tensorboard:
             await finish_in_thread(_to_tensorboard, rundir, line)

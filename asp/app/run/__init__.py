@@ -1,10 +1,10 @@
 """A training run on disk: the run directory and everything written in it.
 
-* :mod:`~asp.app.run.directory`: :class:`RunDir`, the files of a run, its config and metrics;
+* :mod:`~asp.app.run.directory`: :class:`RunDir`, the files of a run, its config and metrics, an
+  iteration's metrics line and checkpoint committed together;
 * :mod:`~asp.app.run.checkpoint`: the checkpoint's format and its only reader, the kept versions;
 * :mod:`~asp.app.run.lock`: one process writes a run at a time;
 * :mod:`~asp.app.run.writer`: the process that writes the games files;
-* :mod:`~asp.app.run.artefacts`: an iteration's metrics line and checkpoint, committed together;
 * :mod:`~asp.app.run.metrics`: the metrics line and its check;
 * :mod:`~asp.app.run.curves`, :mod:`~asp.app.run.tensorboard`: what a person watches.
 """

@@ -20,7 +20,9 @@ pickled code::
 so that ``asp train --resume`` plays the pending iterations again with the same weights and
 seeds. :func:`checkpoint_state` builds it (a copy), :func:`write_checkpoint` writes it
 atomically, :func:`load_checkpoint` reads and checks it, and
-:func:`restore_checkpoint` loads it into a model and trainer to resume.
+:func:`restore_checkpoint` loads it into a model and trainer to resume
+(:meth:`RunDir.commit_iteration <asp.app.run.directory.RunDir.commit_iteration>` writes it
+with the iteration's metrics line).
 
 A run also keeps the weights of version 0 and of every version it evaluated, in ``versions/``
 (:func:`kept_version_state`: the same format without the trainer's fields), which ``asp

@@ -12,7 +12,7 @@ from asp.app.evaluation.elo import score_from_elo
 from asp.app.evaluation.ladder import version_of
 from asp.util.atomic import write_bytes_atomic
 
-__all__ = ["plot_curves"]
+__all__ = ["plot_curves", "plot_history"]
 
 
 def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
@@ -82,3 +82,12 @@ def _plot_ladder(ax: Any, ladder: dict[str, list[float]]) -> None:
     if ladder:
         ax.legend(fontsize="small")
     ax.set_title("ladder: Elo (random mover = 0) by version")
+
+
+def plot_history(history: list[dict[str, Any]], path: Path) -> str | None:
+    """Draw the curves (in the writer process); return what went wrong, if anything."""
+    try:
+        plot_curves(history, path)
+    except Exception as e:  # noqa: BLE001 (reported by the caller, never raised)
+        return repr(e)
+    return None

@@ -18,11 +18,20 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from asp.app.outputs import writing
-from asp.app.run.checkpoint import CHECKPOINT, RunError, load_checkpoint, run_config_of
+from asp.app.run.checkpoint import (
+    CHECKPOINT,
+    RunError,
+    kept_version_state,
+    load_checkpoint,
+    run_config_of,
+    version_path,
+    write_checkpoint,
+)
 from asp.app.run.metrics import metrics_problem
 from asp.app.run_config import GameRunConfig
 from asp.util.atomic import write_text_atomic
@@ -92,6 +101,26 @@ class RunDir:
             f.write(json.dumps(line) + "\n")
             f.flush()
             os.fsync(f.fileno())
+
+    def commit_iteration(self, line: dict[str, Any], checkpoint: dict[str, Any]) -> float:
+        """Append the metrics line, then write the checkpoint; return the seconds the
+        checkpoint took.
+
+        The line goes first: a resumed run drops the lines past its checkpoint. One call, so
+        that a cancellation waits for both rather than falling between them.
+        """
+        self.append_metrics(line)
+        started = time.perf_counter()
+        write_checkpoint(checkpoint, self.checkpoint)
+        return time.perf_counter() - started
+
+    def keep_version(self, cfg: Any, *, version: int, next_iteration: int, weights: dict[str, Any]) -> None:
+        """Keep ``version`` of the run ``cfg``: the weights and config in ``versions/``, as
+        :func:`~asp.app.run.checkpoint.kept_version_state` (a copy, then written atomically)."""
+        path = version_path(self.path, version)
+        path.parent.mkdir(exist_ok=True)
+        state = kept_version_state(cfg, version=version, next_iteration=next_iteration, weights=weights)
+        write_checkpoint(state, path)
 
     def read_metrics(self) -> list[dict[str, Any]]:
         """The lines of metrics.jsonl, in order, each checked whole: a JSON object that
