@@ -187,8 +187,9 @@ def test_the_loader_takes_openspiel_games_without_trust() -> None:
 
 def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
     game = OpenSpielGame("connect_four")
-    assert list(movers_of(game)) == ["random", "mcts100", "mcts1000"]
-    assert movers_of(game)["mcts1000"].opponent_name == "mcts1000"
+    assert list(movers_of(game)) == ["random", "mcts100"]  # what every evaluation plays
+    assert game.mover("mcts1000").opponent_name == "mcts1000" and game.mover("mcts1000").cfg.simulations == 1000
+    assert game.mover("mctsx") is None and game.mover("mcts") is None
     mover = movers_of(game)["mcts100"]
     assert isinstance(mover, MCTSMover) and mover.opponent_name == "mcts100"
     rebuilt = type(mover)(mover.cfg)
@@ -205,6 +206,23 @@ def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
+def test_asp_eval_plays_mcts_of_any_simulations_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Before, asp eval knew mcts100 only: the yardstick of a trained model, 1,000, was no opponent.
+    from run_helpers import kept_checkpoint
+
+    from asp.app.cli import main
+    from asp.app.run_config import GameRunConfig
+
+    cfg = GameRunConfig(game="openspiel:tic_tac_toe", eval_search=2, network={"hidden": 8, "tower": 1})
+    kept = str(kept_checkpoint(tmp_path / "v000000.pt", cfg, version=0))
+    assert main(["eval", kept, "--vs", "mcts1000", "--games", "2", "--search", "2"]) == 0
+    assert "against the mcts1000 mover" in capsys.readouterr().out
+    assert main(["eval", kept, "--vs", "mcts0", "--games", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "asp eval: MCTSConfig.simulations must be an int in 1..1000000, got 0"
+    assert main(["eval", kept, "--vs", "mcts-3", "--games", "2"]) == 2
+    assert "--vs mcts-3: not an opponent of openspiel:tic_tac_toe; its movers: random, mcts100" in capsys.readouterr().err
+
+
 def test_train_an_openspiel_game_then_eval_moves_show_and_play(tmp_path: Path) -> None:
     spec = "openspiel:breakthrough(rows=5,columns=5)"
     options = ("--iterations", "2", "--games", "8", "--eval-games", "4", "--workers", "2", "--no-progress")

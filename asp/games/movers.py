@@ -23,7 +23,7 @@ True
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -31,7 +31,7 @@ from torch import nn
 from asp.games.checked import legal_actions
 from asp.games.protocol import Game, Mover
 
-__all__ = ["BaseMover", "RandomMover", "movers_of"]
+__all__ = ["BaseMover", "RandomMover", "mover_named", "movers_of"]
 
 
 class BaseMover(nn.Module):
@@ -72,3 +72,18 @@ def movers_of(game: Game[Any]) -> dict[str, Mover]:
     """
     listed = getattr(game, "movers", None)
     return {"random": RandomMover(), **({} if listed is None else dict(listed()))}
+
+
+def mover_named(game: Game[Any], name: str) -> Mover | None:
+    """The mover ``name`` of ``game``: one of :func:`movers_of`, else the game's ``mover(name)``
+    (a mover by a name its ``movers()`` do not list), else None.
+
+    >>> from asp.connect4 import ConnectFour
+    >>> mover_named(ConnectFour(), "winblock").opponent_name, mover_named(ConnectFour(), "nobody")
+    ('winblock', None)
+    """
+    listed = movers_of(game)
+    if name in listed:
+        return listed[name]
+    make = getattr(game, "mover", None)
+    return None if make is None else cast("Mover | None", make(name))

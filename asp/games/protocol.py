@@ -42,6 +42,10 @@ Rules of the protocol, which asp relies on:
     ``random`` (Connect Four: ``winblock``), the evaluation's opponents. Every game has
     ``random`` (:class:`~asp.games.RandomMover`), first; a game's own ``random`` takes its
     place (:func:`asp.games.movers.movers_of`).
+  - ``mover(name) -> Mover or None``: a mover by a name that ``movers()`` does not list,
+    which ``asp eval --vs NAME`` plays and no evaluation of a run does (OpenSpiel's games:
+    ``mctsN``, its ``MCTSBot`` with N simulations); None for a name the game does not know
+    (:func:`asp.games.movers.mover_named`).
   - ``svg(state) -> str``: ``state`` as an SVG picture, which ``asp show`` writes beside the
     text board (Connect Four, TinyChess); without it, the text board alone.
   - ``adjudicate(state) -> float``: the result, for the side to move, of a game cut at

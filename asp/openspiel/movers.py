@@ -3,9 +3,9 @@ plays, strong enough not to be saturated by a trained model.
 
 :class:`MCTSMover` is OpenSpiel's C++ ``MCTSBot`` (UCT, exploration constant 2, random
 rollouts, its solver on: proven wins and losses are played as such), a fresh bot every move,
-seeded from the game's own random stream. OpenSpiel's games name it ``mcts100`` and
-``mcts1000`` (100 and 1,000 simulations a move) among their movers; the second is the
-yardstick of ``benchmarks/``.
+seeded from the game's own random stream. OpenSpiel's games name it ``mcts100`` (100
+simulations a move) among their movers, which every evaluation plays, and ``mctsN`` for any N
+by name (``asp eval RUN --vs mcts1000``: 1,000, the yardstick of ``benchmarks/``).
 
 >>> import random
 >>> from asp.openspiel import OpenSpielGame

@@ -35,7 +35,7 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         metavar="random|greedy|stockfish|uci|MOVER|RUN2",
         help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
         "any UCI engine (--engine PATH), a mover of the run's game (TinyChess: material2; Connect Four: winblock, "
-        "lookahead), or another "
+        "lookahead; OpenSpiel's games: mcts100, or mctsN, N simulations), or another "
         "checkpoint file or run directory, or RUN@VERSION, a version the run keeps (./random for a directory of that "
         "name)",
     )
@@ -179,13 +179,12 @@ def _eval(
     games to ``--pgn`` in the game's own format (chess)."""
     from asp.app.run_config import match_starts
     from asp.games import PlayConfig
-    from asp.games.movers import movers_of as game_movers
     from asp.games.protocol import exported
 
     if args.pgn and exported(run.game, []) is None:
         raise ConfigError(f"--pgn applies to a game of chess only, not to a {run.cfg.game} run")
     opponent, described, opponent_version, opponent_search = _opponent(args, run, engine)
-    movers: dict[str, Any] = game_movers(run.game)  # each an nn.Module (asp.games.Mover)
+    movers = _movers(run, args.vs)
     play_cfg = PlayConfig(
         run.game,
         n_games=args.games,
@@ -276,10 +275,9 @@ def _opponent(
     """``asp eval``'s opponent in the run ``run``: ``(opponent, in words, its version, its
     search)``: a mover of the game, its engine, or another checkpoint of the same game."""
     from asp.app.run.checkpoint import run_from_checkpoint
-    from asp.games.movers import movers_of as game_movers
     from asp.games.protocol import engine_config
 
-    movers: dict[str, Any] = game_movers(run.game)  # each an nn.Module (asp.games.Mover)
+    movers = _movers(run, args.vs)
     if args.vs in movers:
         return movers[args.vs], f"the {args.vs} mover", 0, None
     has_engine = engine_config(run.game, {}) is not None
@@ -296,6 +294,17 @@ def _opponent(
         raise ConfigError(f"--vs {args.vs}: a run of {other.cfg.game}, not of {run.cfg.game}")
     version = opponent_state["version"]
     return opponent, f"{args.vs} (version {version})", version, play_search(other, args)
+
+
+def _movers(run: GameRun, vs: str) -> dict[str, Any]:
+    """The movers of the run's game (:func:`~asp.games.movers.movers_of`), and ``vs`` where
+    the game knows a mover by that name besides them (OpenSpiel's ``mctsN``)."""
+    from asp.games.movers import mover_named, movers_of
+
+    movers: dict[str, Any] = movers_of(run.game)  # each an nn.Module (asp.games.Mover)
+    if vs not in movers and (named := mover_named(run.game, vs)) is not None:
+        movers[vs] = named
+    return movers
 
 
 def _names_no_file(vs: str) -> bool:
