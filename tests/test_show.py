@@ -174,7 +174,7 @@ def test_a_game_that_does_not_parse_is_an_error_naming_the_game(
     broken = tmp_path / "broken.pgn"
     broken.write_text('[Result "*"]\n\n1. e4 e5 2. Ke3 *\n', encoding="utf-8")
     code, _, stderr = _show(capsys, str(broken), "--out", str(tmp_path / "x.svg"))
-    assert code == 2 and re.match(r"asp show: --game: game 1 of .*broken.pgn does not parse: .*Ke3", stderr), stderr
+    assert code == 2 and re.match(r"asp show: GAMES.pgn: game 1 of .*broken.pgn does not parse: .*Ke3", stderr), stderr
     empty = tmp_path / "empty.pgn"
     empty.write_text("", encoding="utf-8")
     code, _, stderr = _show(capsys, str(empty), "--out", str(tmp_path / "x.svg"))

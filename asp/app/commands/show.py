@@ -107,8 +107,8 @@ def _reader_of(path: Path) -> Any:
 def _read_own_format(game: Any, path: Path, number: int) -> dict[str, Any]:
     """The ``number``-th game of ``path``, a file of ``game``'s own format, as a record.
 
-    :raises ConfigError: naming ``GAMES`` (a file the game cannot read) or ``--game`` (a game
-        out of range, or one that does not parse).
+    :raises ConfigError: naming ``GAMES`` (a file, or a game of it, the game cannot read) or
+        ``--game`` (a game out of range).
     """
     from asp.games.protocol import imported
 
@@ -120,9 +120,8 @@ def _read_own_format(game: Any, path: Path, number: int) -> dict[str, Any]:
         if total == 0:
             raise ConfigError(f"--game: {path} holds no games") from None
         raise ConfigError(f"--game must be in 1..{total} ({path} holds {total} game(s)), got {number}") from None
-    except ValueError as e:
-        option = "--game" if f"game {number} of" in str(e) else f"GAMES{suffix}"
-        raise ConfigError(f"{option}: {e}") from None
+    except ValueError as e:  # the file, or the game of it, that the game's reader cannot read
+        raise ConfigError(f"GAMES{suffix}: {e}") from None
     if record is None:
         raise ConfigError(f"GAMES: {game.name} reads no file of its own format; give a games file (.jsonl)")
     return {"start": str(record.get("start", "")), "actions": list(record["actions"])}
