@@ -166,8 +166,12 @@ def test_a_game_of_a_users_own_module_trains_unchanged(tmp_path: Path) -> None:
             ["train", "--game", "connect4", "--hidden", "7"],
             "--hidden: C4Config.hidden must be an int in 8..4096, got 7",
         ),
-        (["train", "--game", "connect4", "--eval-vs", "stockfish"], "--eval-vs stockfish applies to a game of chess"),
-        (["train", "--game", "connect4", "--eval-nodes", "5"], "--eval-nodes applies to a game of chess only"),
+        (
+            ["train", "--game", "connect4", "--eval-vs", "stockfish"],
+            "--eval-vs stockfish: not an engine of connect4; it has none",
+        ),
+        (["train", "--game", "connect4", "--eval-nodes", "5"], "--eval-nodes applies to a game with an engine only"),
+        (["train", "--eval-vs", "lc0"], "--eval-vs lc0: not an engine of tinychess; its engines: stockfish, uci"),
         (["train", "--game", "connect4", "--search", "0"], "--search must be in 1..10000: asp train trains on"),
         (["train", "--game", "connect4", "--games", "0"], "--games: GameRunConfig.games must be an int in 1..1000000"),
         (["play", "--game", "connect4", "--checkpoint", "x"], "--game is for a fresh model"),
@@ -194,7 +198,7 @@ def test_a_mistake_about_a_game_run_is_one_line(
         ),
         (
             ["eval", run, "--pgn", str(tmp_path / "x.pgn")],
-            "--pgn applies to a game of chess only, not to a connect4 run",
+            "--pgn applies to a game with a file format of its own, not to a connect4 run",
         ),
         (["moves", run, "--positions", str(tmp_path / "none.txt")], "--positions: no such file"),
         (["show", str(tmp_path / "none.jsonl")], "no such file"),

@@ -109,7 +109,7 @@ def test_a_run_checks_its_engine_against_the_engine_of_its_game() -> None:
         GameRun(GameRunConfig(game="tinychess", eval_engine={"skil": 1}), CHESS)
     with pytest.raises(ConfigError, match="EngineConfig.skill must be an int in 0..20, got 30"):
         GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 30}), CHESS)
-    with pytest.raises(ConfigError, match="an engine plays chess, not connect4"):
+    with pytest.raises(ConfigError, match="eval_engine: connect4 has no engine"):
         GameRun(GameRunConfig(game="connect4", eval_engine={"skill": 1}))
     engine = GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 1}), CHESS).engine
     assert engine.describe() == "stockfish skill 1 nodes 100"

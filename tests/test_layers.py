@@ -26,6 +26,7 @@ docstrings (doctest examples) do not.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,31 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 def test_the_check_finds_a_circle_of_lazy_imports() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c", "a"]]
+
+
+CHESS_WORDS = re.compile(r"\b(python-chess|import chess|from chess|greedy|stockfish|uci)\b", re.IGNORECASE)
+"""What the application must not name: TinyChess's library, its movers and its engines are the
+game's own (its help and errors name a game's movers and engines through the protocol)."""
+
+
+def chess_words(source: str) -> list[str]:
+    """The words of :data:`CHESS_WORDS` in ``source``, code, comments and docstrings alike."""
+    return [match.group(0) for match in CHESS_WORDS.finditer(source)]
+
+
+def test_the_application_names_no_chess_library_mover_or_engine() -> None:
+    found = {
+        path.relative_to(ROOT.parent).as_posix(): words
+        for path in sorted((ROOT / "app").rglob("*.py"))
+        if (words := chess_words(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+
+
+def test_the_check_finds_a_chess_word() -> None:
+    assert chess_words('import chess\nhelp="--vs stockfish: its Skill Level"  # the UCI engine') == [
+        "import chess",
+        "stockfish",
+        "UCI",
+    ]
+    assert chess_words('HELP = "the greedy mover"') == ["greedy"] and chess_words("a game of TinyChess") == []

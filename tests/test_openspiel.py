@@ -220,7 +220,8 @@ def test_asp_eval_plays_mcts_of_any_simulations_by_name(tmp_path: Path, capsys: 
     assert main(["eval", kept, "--vs", "mcts0", "--games", "2"]) == 2
     assert capsys.readouterr().err.strip() == "asp eval: MCTSConfig.simulations must be an int in 1..1000000, got 0"
     assert main(["eval", kept, "--vs", "mcts-3", "--games", "2"]) == 2
-    assert "--vs mcts-3: not an opponent of openspiel:tic_tac_toe; its movers: random, mcts100" in capsys.readouterr().err
+    said = "--vs mcts-3: not an opponent of openspiel:tic_tac_toe; its movers: random, mcts100"
+    assert said in capsys.readouterr().err
 
 
 def test_train_an_openspiel_game_then_eval_moves_show_and_play(tmp_path: Path) -> None:

@@ -41,9 +41,7 @@ def test_a_config_the_run_refuses_leaves_no_run_directory(
     monkeypatch.chdir(tmp_path)
     Path("engine.toml").write_text("[eval_engine]\nskill = 1\n")
     assert main(["train", "--game", "connect4", "--config", "engine.toml", "--run-dir", "runs/c4"]) == 2
-    assert capsys.readouterr().err == (
-        "asp train: --config engine.toml: eval_engine: an engine plays chess, not connect4\n"
-    )
+    assert capsys.readouterr().err == ("asp train: --config engine.toml: eval_engine: connect4 has no engine\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["engine.toml"]  # no runs/, no .lock, no log
 
 

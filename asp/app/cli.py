@@ -1,8 +1,8 @@
 """The ``asp`` command line.
 
 * ``asp train``: the main job, a pipelined training run (of TinyChess by default) with a live display;
-* ``asp play``: games of a checkpoint (or a fresh model) written as JSON lines (chess: or PGN);
-* ``asp eval``: a checkpoint's score against a mover of its game, Stockfish or another
+* ``asp play``: games of a checkpoint (or a fresh model) written as JSON lines (or the game's own format);
+* ``asp eval``: a checkpoint's score against a mover or an engine of its game, or another
   checkpoint, with its Elo;
 * ``asp show``: a position of a recorded game as a text board and an SVG picture;
 * ``asp moves``: the move a checkpoint plays in each position of a file.

@@ -57,7 +57,7 @@ class GameRun:
             return None
         default = engine_config(self.game, {})
         if default is None:
-            raise ConfigError(f"eval_engine: an engine plays chess, not {self.cfg.game}")
+            raise ConfigError(f"eval_engine: {self.cfg.game} has no engine")
         return engine_config(self.game, fields_of("GameRunConfig.eval_engine", type(default), fields))
 
     def with_cfg(self, cfg: GameRunConfig) -> GameRun:

@@ -153,8 +153,8 @@ class GameRunConfig:
     eval_engine: dict[str, Any] | None = None
     """The fields of an engine that the evaluations also play (``eval_sf/...``), from the
     game's openings: a game with an engine only (the protocol's optional ``engine``; TinyChess:
-    a UCI engine, Stockfish, :class:`~asp.tinychess.engine.EngineConfig`'s fields). Its path
-    is not part of the run (``asp train --engine``)."""
+    :class:`~asp.tinychess.engine.EngineConfig`'s fields). Its path is not part of the run
+    (``asp train --engine``)."""
     network: dict[str, Any] = field(default_factory=dict)
     """Fields of the game's network config that differ from its defaults (``asp train
     --hidden 128``: ``{"hidden": 128}``); see :func:`network_config`."""

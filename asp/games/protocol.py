@@ -77,14 +77,17 @@ Rules of the protocol, which asp relies on:
     (TinyChess: a FEN, or an EPD with its operations; Connect Four: the solver test sets'
     ``COLUMNS SCORE``); it raises ValueError for a line that is no such position. Without
     it, :meth:`Game.parse_state` of the whole line (:func:`parsed_line`).
-  - ``engine(fields, names=None) -> config``: an outside program that plays the game
-    (TinyChess: a UCI engine such as Stockfish), its config made from ``fields``, plain data
-    (a run's ``eval_engine``; ConfigError for a bad value, called as ``names`` says: a
+  - ``engines`` (a tuple of names) and ``engine(fields, names=None) -> config``, a pair:
+    the outside programs that play the game, by the names a user gives them (``asp eval
+    --vs NAME``, ``asp train --eval-vs NAME``; the first is the default), and the config of
+    one made from ``fields``, plain data (``fields["name"]``, one of ``engines``, where it is
+    given; a run's ``eval_engine``; ConfigError for a bad value, called as ``names`` says: a
     command line names its options). The config is a frozen dataclass of the program's
     settings with ``describe() -> str``, the program in words, and ``opponent(path=None)
     -> Mover``, which finds the program (at ``path``, else where the game looks) or raises
     :class:`~asp.errors.OpponentNotFound`; the opponent's ``close()``, where it has one,
-    ends the program. Without it, the game has no engine (:func:`engine_config`).
+    ends the program. Without them, the game has no engine (:func:`engine_config`,
+    :func:`engine_names`).
   - ``run_defaults() -> mapping of str to value``: the settings that ``asp train`` runs the
     game with where they differ from asp's own, by the names of the run config's fields
     (``games``, ``search``, ``eval_search``...; ``train``: a
@@ -127,6 +130,7 @@ __all__ = [
     "Symmetry",
     "adjudicated",
     "engine_config",
+    "engine_names",
     "exported",
     "heuristic",
     "imported",
@@ -347,6 +351,14 @@ def parsed_line(game: Game[State], text: str) -> State:
     """
     parse_line = getattr(game, "parse_line", None)
     return game.parse_state(text) if parse_line is None else parse_line(text)
+
+
+def engine_names(game: Game[Any]) -> tuple[str, ...]:
+    """The names of ``game``'s engines (``game.engines``), the first the default; none where
+    the game has no engine."""
+    if getattr(game, "engine", None) is None:
+        return ()
+    return tuple(str(name) for name in getattr(game, "engines", ()))
 
 
 def engine_config(game: Game[Any], fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> Any:

@@ -58,6 +58,7 @@ from asp.tinychess.moves import move_index
 from asp.util.checks import SECONDS, check_int, check_number
 
 __all__ = [
+    "ENGINES",
     "ENGINE_DIRS",
     "EngineConfig",
     "EngineFailed",
@@ -70,6 +71,10 @@ __all__ = [
 log = structlog.get_logger("asp.tinychess.engine")
 
 T = TypeVar("T")
+
+ENGINES = ("stockfish", "uci")
+"""The names of TinyChess's engines (``asp eval --vs NAME``): Stockfish, the default, and any
+UCI engine (:meth:`EngineConfig.of`)."""
 
 ENGINE_DIRS = ("/usr/games", "/usr/local/games")
 """Where Debian and Ubuntu install Stockfish (``apt-get install stockfish``): not on PATH."""
@@ -137,13 +142,31 @@ class EngineConfig:
         """The config of ``fields`` (plain data), each checked first under the name ``names``
         gives it (:func:`check_engine_field`); a field it does not have is a ConfigError.
 
+        ``fields["name"]``, where it is given, says which engine of :data:`ENGINES`:
+        ``stockfish`` (the default: Skill Level 0 unless ``skill`` is given, the executable
+        found on PATH unless ``path`` is), or ``uci``, any UCI engine (``path`` required, its
+        skill left as it is unless given). A node limit of 100 unless ``nodes``, ``time`` or
+        ``depth`` is given.
+
         >>> EngineConfig.of({"skill": 3, "nodes": 50})
         EngineConfig(path=None, skill=3, nodes=50, time=None, depth=None, move_timeout=10.0, max_failures=3)
+        >>> EngineConfig.of({"name": "uci", "path": "/opt/lc0", "depth": 4})
+        EngineConfig(path='/opt/lc0', skill=None, nodes=None, time=None, depth=4, move_timeout=10.0, max_failures=3)
         >>> EngineConfig.of({"skill": 30}, {"skill": "--eval-skill"})
         Traceback (most recent call last):
         ...
         asp.errors.ConfigError: --eval-skill must be an int in 0..20, got 30
         """
+        fields, said = dict(fields), names or {}
+        engine, option = fields.pop("name", ENGINES[0]), said.get("name", "name")
+        if engine not in ENGINES:
+            raise ConfigError(f"{option} {engine}: not an engine of chess; its engines: {', '.join(ENGINES)}")
+        if engine == "uci":
+            if fields.get("path") is None:
+                raise ConfigError(f"{option} uci needs {said.get('path', 'path')} PATH: the UCI engine to play")
+            fields.setdefault("skill", None)
+        if "nodes" not in fields and (fields.get("time") is not None or fields.get("depth") is not None):
+            fields["nodes"] = None
         known = [spec.name for spec in dataclasses.fields(cls)]
         for name, value in fields.items():
             if name not in known:

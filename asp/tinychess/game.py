@@ -37,7 +37,7 @@ from torch import nn
 
 from asp.games.protocol import Mover
 from asp.games.records import Record
-from asp.tinychess.engine import EngineConfig
+from asp.tinychess.engine import ENGINES, EngineConfig
 from asp.tinychess.features import N_PLANES, pack_boards, unpack_boards
 from asp.tinychess.mates import mates_in_one
 from asp.tinychess.model import ModelConfig, TinyChess
@@ -304,10 +304,14 @@ class TinyChessGame:
                  "heuristic_weight": 0.05, "heuristic_gamma": 0.95}  # fmt: skip
         return {"games": 160, "max_plies": 200, "search": 8, "eval_every": 10, "train": train}
 
+    engines = ENGINES
+    """This game's outside opponents: ``stockfish`` (the default), and ``uci``, any UCI engine."""
+
     def engine(self, fields: Mapping[str, Any], names: Mapping[str, str] | None = None) -> EngineConfig:
         """A UCI engine (Stockfish) as this game's outside opponent: the
-        :class:`~asp.tinychess.engine.EngineConfig` of ``fields``; its ``opponent()`` is an
-        :class:`~asp.tinychess.engine.EngineOpponent`."""
+        :class:`~asp.tinychess.engine.EngineConfig` of ``fields`` (:meth:`EngineConfig.of
+        <asp.tinychess.engine.EngineConfig.of>`, ``fields["name"]`` one of :attr:`engines`);
+        its ``opponent()`` is an :class:`~asp.tinychess.engine.EngineOpponent`."""
         return EngineConfig.of(fields, names)
 
     records_suffix = ".pgn"

@@ -1,6 +1,6 @@
-"""``asp eval RUN``: a checkpoint's score against a mover of its game, an engine (chess:
-Stockfish, any UCI engine) or another checkpoint, with its Elo; or ``--ladder``, the run's
-rating ladder from its evaluations."""
+"""``asp eval RUN``: a checkpoint's score against a mover of its game, an engine of its game
+(:func:`asp.games.protocol.engine_names`) or another checkpoint, with its Elo; or ``--ladder``,
+the run's rating ladder from its evaluations."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HELP", "add_arguments", "checkpoint_name", "run"]
 
-HELP = "score a checkpoint against a mover (random, greedy, a game's own), Stockfish or another checkpoint"
+HELP = "score a checkpoint against a mover or an engine of its game, or another checkpoint"
 """The command's line in ``asp --help``."""
 
 
@@ -32,18 +32,17 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument(
         "--vs",
         default="random",
-        metavar="random|greedy|stockfish|uci|MOVER|RUN2",
-        help="the opponent: the uniformly random mover (default), the one-ply material-greedy mover, Stockfish, "
-        "any UCI engine (--engine PATH), a mover of the run's game (TinyChess: material2; Connect Four: winblock, "
-        "lookahead; OpenSpiel's games: mcts100, or mctsN, N simulations), or another "
+        metavar="MOVER|ENGINE|RUN2",
+        help="the opponent: the uniformly random mover (default), another mover of the run's game (its movers, or "
+        "one it knows by name: OpenSpiel's mctsN, N simulations), an engine of the game (docs/cli.md), or another "
         "checkpoint file or run directory, or RUN@VERSION, a version the run keeps (./random for a directory of that "
-        "name)",
+        "name); a name the game does not know is answered with its movers and engines",
     )
     ev.add_argument("--games", type=int, default=200, help="games (default 200)")
     ev.add_argument(
         "--temperature",
         type=float,
-        help="the model's sampling temperature, 0: greedy (default 0)",
+        help="the model's sampling temperature, 0: its likeliest move (default 0)",
     )
     ev.add_argument("--search", type=int, help=SEARCH_HELP + "; another checkpoint likewise")
     ev.add_argument("--policy-only", action="store_true", help=POLICY_ONLY_HELP + "; another checkpoint likewise")
@@ -61,7 +60,9 @@ def add_arguments(ev: argparse.ArgumentParser) -> None:
         action="store_true",
         help="start every game from the initial position (no openings, no random plies)",
     )
-    ev.add_argument("--pgn", metavar="PATH", help="also write the games to this PGN file (a game of chess)")
+    ev.add_argument(
+        "--pgn", metavar="PATH", help="also write the games to this file, in the game's own format (where it has one)"
+    )
     ev.add_argument(
         "--ladder",
         action="store_true",
@@ -75,23 +76,19 @@ def _add_engine_options(ev: argparse.ArgumentParser) -> None:
     ev.add_argument(
         "--skill",
         type=int,
-        help="--vs stockfish/uci: its Skill Level, 0-20 (default: 0 for stockfish, unset for uci)",
+        help="--vs ENGINE: its skill level (default: the engine's)",
     )
-    ev.add_argument(
-        "--nodes", type=int, help="--vs stockfish/uci: nodes searched per move (default 100; none with --depth)"
-    )
-    ev.add_argument(
-        "--move-time", type=float, help="--vs stockfish/uci: seconds per move (default: the node limit only)"
-    )
+    ev.add_argument("--nodes", type=int, help="--vs ENGINE: nodes searched per move (default: the engine's)")
+    ev.add_argument("--move-time", type=float, help="--vs ENGINE: seconds per move (default: the engine's)")
     ev.add_argument(
         "--depth",
         type=int,
-        help="--vs stockfish/uci: plies searched per move (UCI go depth; default: the node limit only)",
+        help="--vs ENGINE: plies searched per move (default: the engine's)",
     )
     ev.add_argument(
         "--engine",
         metavar="PATH",
-        help="--vs stockfish: the engine to run (default: stockfish on PATH or in /usr/games); --vs uci: required",
+        help="--vs ENGINE: the program to run (default: where the game looks for it)",
     )
 
 
@@ -101,27 +98,16 @@ _ENGINE_NAMES = {
     "time": "--move-time",
     "depth": "--depth",
     "path": "--engine",
+    "name": "--vs",
 }
 """The engine's fields and the ``asp eval`` options that set them."""
 
 
-def _engine_fields(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The fields of the engine of ``--vs stockfish`` or ``--vs uci``, as the options give
-    them; None for other opponents. Checked here: what needs no game."""
-    given = [option for option in _ENGINE_NAMES.values() if getattr(args, option[2:].replace("-", "_")) is not None]
-    if args.vs not in ("stockfish", "uci"):
-        if given:
-            raise ConfigError(f"{given[0]} applies to --vs stockfish or --vs uci only, not --vs {args.vs}")
-        return None
-    if args.vs == "uci" and args.engine is None:
-        raise ConfigError("--vs uci needs --engine PATH: the UCI engine to play")
-    return {
-        "path": args.engine,
-        "skill": args.skill if args.skill is not None or args.vs == "uci" else 0,
-        "nodes": args.nodes if args.nodes is not None or args.move_time is not None or args.depth is not None else 100,
-        "time": args.move_time,
-        "depth": args.depth,
-    }
+def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine's fields that the options give, by field: the game's engine applies its own
+    defaults to the others (:func:`asp.games.protocol.engine_config`)."""
+    fields = {field: getattr(args, option[2:].replace("-", "_")) for field, option in _ENGINE_NAMES.items()}
+    return {field: value for field, value in fields.items() if field != "name" and value is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,13 +117,12 @@ def run(args: argparse.Namespace) -> int:
     if args.ladder:
         return _ladder(args)
     check_game_options(args)
-    engine = _engine_fields(args)  # option errors first, before anything is loaded
     if args.pgn:
         from asp.app.outputs import check_output_file
 
         check_output_file("--pgn", args.pgn)
     run, model, state = run_from_checkpoint(args.checkpoint, trust_game=args.trust_game)
-    return _eval(args, run, model, state["version"], engine)
+    return _eval(args, run, model, state["version"])
 
 
 _NOT_OF_A_MATCH = ("log_format", "log_level", "trust_game", "ladder")
@@ -170,21 +155,19 @@ def _ladder(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval(
-    args: argparse.Namespace, run: GameRun, model: torch.nn.Module, version: int, engine: dict[str, Any] | None
-) -> int:
+def _eval(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, version: int) -> int:
     """``asp eval RUN`` of the run ``run`` (``model`` at ``version``): a match against one of
-    the game's movers, another checkpoint of the same game or the game's engine (``engine``,
-    its fields: ``--vs stockfish``, ``--vs uci``); prints the score with its Elo, and writes the
-    games to ``--pgn`` in the game's own format (chess)."""
+    the game's movers, one of its engines or another checkpoint of the same game; prints the
+    score with its Elo, and writes the games to ``--pgn`` in the game's own format."""
     from asp.app.run_config import match_starts
     from asp.games import PlayConfig
-    from asp.games.protocol import exported
+    from asp.games.protocol import engine_names, exported
 
     if args.pgn and exported(run.game, []) is None:
-        raise ConfigError(f"--pgn applies to a game of chess only, not to a {run.cfg.game} run")
-    opponent, described, opponent_version, opponent_search = _opponent(args, run, engine)
+        raise ConfigError(f"--pgn applies to a game with a file format of its own, not to a {run.cfg.game} run")
+    opponent, described, opponent_version, opponent_search = _opponent(args, run)
     movers = _movers(run, args.vs)
+    engine = args.vs in engine_names(run.game)
     play_cfg = PlayConfig(
         run.game,
         n_games=args.games,
@@ -206,8 +189,8 @@ def _eval(
     )
     records = _play_match(model, opponent, play_cfg, workers=args.workers)
     if args.pgn:
-        _write_pgn(args, run, records, opponent_version, named=args.vs not in movers and engine is None)
-    return _print_match(args, version, described, records, engine=engine is not None)
+        _write_pgn(args, run, records, opponent_version, named=args.vs not in movers and not engine)
+    return _print_match(args, version, described, records, engine=engine)
 
 
 def _write_pgn(
@@ -269,25 +252,27 @@ def _print_match(args: argparse.Namespace, version: int, described: str, records
     return 0
 
 
-def _opponent(
-    args: argparse.Namespace, run: GameRun, engine: dict[str, Any] | None
-) -> tuple[Any, str, int, SearchConfig | None]:
+def _opponent(args: argparse.Namespace, run: GameRun) -> tuple[Any, str, int, SearchConfig | None]:
     """``asp eval``'s opponent in the run ``run``: ``(opponent, in words, its version, its
-    search)``: a mover of the game, its engine, or another checkpoint of the same game."""
+    search)``: a mover of the game, one of its engines, or another checkpoint of the same game."""
     from asp.app.run.checkpoint import run_from_checkpoint
-    from asp.games.protocol import engine_config
+    from asp.games.protocol import engine_config, engine_names
 
-    movers = _movers(run, args.vs)
+    movers, engines, given = _movers(run, args.vs), engine_names(run.game), _engine_options(args)
+    if given and args.vs not in engines:
+        option = _ENGINE_NAMES[next(iter(given))]
+        if not engines:
+            raise ConfigError(f"{option} applies to an engine, and {run.cfg.game} has none")
+        raise ConfigError(f"{option} applies to {' or '.join(f'--vs {e}' for e in engines)} only, not --vs {args.vs}")
     if args.vs in movers:
         return movers[args.vs], f"the {args.vs} mover", 0, None
-    has_engine = engine_config(run.game, {}) is not None
-    if engine is not None and has_engine:
-        found = engine_config(run.game, engine, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
+    if args.vs in engines:
+        fields = {"name": args.vs, **given}
+        found = engine_config(run.game, fields, _ENGINE_NAMES).opponent()  # a missing engine: a usage error
         return found, found.opponent_name, 0, None
-    if not args.vs.strip() or args.vs in ("greedy", "stockfish", "uci") or _names_no_file(args.vs):
-        engines = ", stockfish, uci" if has_engine else ""
+    if not args.vs.strip() or _names_no_file(args.vs):
         raise ConfigError(
-            f"--vs {args.vs}: not an opponent of {run.cfg.game}; its movers: {', '.join(movers)}{engines}, or a RUN"
+            f"--vs {args.vs}: not an opponent of {run.cfg.game}; its movers: {', '.join([*movers, *engines])}, or a RUN"
         )
     other, opponent, opponent_state = run_from_checkpoint(args.vs, trust_game=args.trust_game)
     if other.cfg.game != run.cfg.game and other.game.name != run.game.name:

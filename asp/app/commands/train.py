@@ -57,17 +57,21 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "parameters as OpenSpiel writes them: 'openspiel:hex(board_size=7)'), or MODULE:ATTR, a game of your own "
         "(an asp.games.Game class or object; the current directory is importable)",
     )
-    train.add_argument("--iterations", type=int, help="iterations to train (default 20; Connect Four: 24)")
+    train.add_argument(
+        "--iterations", type=int, help="iterations to train (default 20; Connect Four: 22; other games: 20)"
+    )
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
     train.add_argument("--max-plies", type=int, help="ply cap of a game (default 200; other games: 1000)")
     train.add_argument(
         "--eval-every",
         type=int,
-        help="evaluate every N iterations, and after the last (default 10; Connect Four: 24; other games: 4)",
+        help="evaluate every N iterations, and after the last (default 10; Connect Four: 22; other games: 4)",
     )
     train.add_argument(
-        "--eval-games", type=int, help="the most games of an evaluation, against each opponent (default 100)"
+        "--eval-games",
+        type=int,
+        help="the most games of an evaluation, against each opponent (default 100; Connect Four: 20; other games: 100)",
     )
     train.add_argument(
         "--eval-precision",
@@ -109,20 +113,16 @@ def _add_engine_options(train: argparse.ArgumentParser) -> None:
     """``asp train``'s options of an engine that the evaluations also play."""
     train.add_argument(
         "--eval-vs",
-        choices=("random", "stockfish"),
         default="random",
-        help="opponents of every evaluation: the game's movers (TinyChess: random, greedy and material2; "
-        "default), or Stockfish as well",
+        metavar="random|ENGINE",
+        help="opponents of every evaluation: the game's movers (random and the game's own; default), or an engine "
+        "of the game as well (docs/cli.md)",
     )
-    train.add_argument("--eval-skill", type=int, help="--eval-vs stockfish: Skill Level 0-20 (default 0)")
+    train.add_argument("--eval-skill", type=int, help="--eval-vs ENGINE: its skill level (default: the engine's)")
+    train.add_argument("--eval-nodes", type=int, help="--eval-vs ENGINE: nodes per move (default: the engine's)")
+    train.add_argument("--eval-depth", type=int, help="--eval-vs ENGINE: plies per move (default: the engine's)")
     train.add_argument(
-        "--eval-nodes", type=int, help="--eval-vs stockfish: nodes per move (default 100, none with --eval-depth)"
-    )
-    train.add_argument(
-        "--eval-depth", type=int, help="--eval-vs stockfish: plies per move, UCI go depth (default: none)"
-    )
-    train.add_argument(
-        "--engine", help="--eval-vs stockfish: the engine's executable (default: stockfish on PATH or in /usr/games)"
+        "--engine", help="--eval-vs ENGINE: the engine's executable (default: where the game looks for it)"
     )
 
 

@@ -21,12 +21,13 @@ __all__ = ["print_config", "resumed_run", "train_config"]
 
 T = TypeVar("T")
 
-_ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes", "depth": "--eval-depth"}
+_ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes", "depth": "--eval-depth", "path": "--engine",
+                 "name": "--eval-vs"}  # fmt: skip
 """The engine's fields and the ``asp train`` options that set them."""
 
-_ENGINE_OPTIONS = (*(option[2:].replace("-", "_") for option in _ENGINE_NAMES.values()), "engine")
+_ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "eval_depth", "engine")
 """``asp train``'s options of an engine opponent (``--engine``: where it is, not part of the
-run), for a game with an engine only, with ``--eval-vs stockfish``."""
+run), for a game with an engine only, with ``--eval-vs ENGINE``."""
 
 _OPTIONS = ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
             "max_staleness", "search", "eval_search")  # fmt: skip
@@ -79,12 +80,15 @@ def train_config(args: argparse.Namespace) -> tuple[GameRun, dict[str, Any]]:
 
 def _check_refused(args: argparse.Namespace, game: Any, spec: str) -> None:
     """ConfigError for the options that ``asp train`` refuses whatever their values."""
-    from asp.games.protocol import engine_config
+    from asp.games.protocol import engine_names
 
+    engines = engine_names(game)
+    if args.eval_vs != "random" and args.eval_vs not in engines:
+        known = f"its engines: {', '.join(engines)}" if engines else "it has none"
+        raise ConfigError(f"--eval-vs {args.eval_vs}: not an engine of {spec}; {known} (random: its movers only)")
     engine = [o for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
-    engine += ["eval_vs stockfish"] if args.eval_vs == "stockfish" else []
-    if engine and engine_config(game, {}) is None:
-        raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game of chess only, not --game {spec}")
+    if engine and not engines:
+        raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game with an engine only, not --game {spec}")
     if args.policy_only:
         raise ConfigError(
             "--policy-only: asp train always searches (it trains on the search's improved policy); "
@@ -95,21 +99,20 @@ def _check_refused(args: argparse.Namespace, game: Any, spec: str) -> None:
 
 
 def _engine_fields(args: argparse.Namespace, game: Any) -> dict[str, Any] | None:
-    """The engine of ``asp train --eval-vs stockfish``, as the run keeps it (its path is not
+    """The engine of ``asp train --eval-vs ENGINE``, as the run keeps it (its path is not
     part of the run); its errors name the options."""
     from asp.games.protocol import engine_config
 
-    given = [f"--{o.replace('_', '-')}" for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
-    if args.eval_vs != "stockfish":
+    given = {field: getattr(args, option[2:].replace("-", "_")) for field, option in _ENGINE_NAMES.items()}
+    given = {field: value for field, value in given.items() if field != "name" and value is not None}
+    if args.eval_vs == "random":
         if given:
-            raise ConfigError(f"{given[0]} applies to --eval-vs stockfish only")
+            raise ConfigError(f"{_ENGINE_NAMES[next(iter(given))]} applies to --eval-vs ENGINE only")
         return None
-    fields = {
-        "skill": 0 if args.eval_skill is None else args.eval_skill,
-        "nodes": 100 if args.eval_nodes is None and args.eval_depth is None else args.eval_nodes,
-        "depth": args.eval_depth,
-    }
-    return dataclasses.asdict(engine_config(game, fields, _ENGINE_NAMES))
+    stored = dataclasses.asdict(engine_config(game, {"name": args.eval_vs, **given}, _ENGINE_NAMES))
+    if "path" in stored:
+        stored["path"] = None  # where the program is: --engine at each start, not part of the run
+    return stored
 
 
 def _with_file(defaults: GameRunConfig, given: dict[str, Any], where: str | None) -> GameRunConfig:

@@ -175,7 +175,7 @@ def version_of(name: str) -> int | None:
     """The version a ladder's player name stands for (``v8``: 8), or None for a mover or an
     engine.
 
-    >>> version_of("v8"), version_of("greedy"), version_of("v")
+    >>> version_of("v8"), version_of("winblock"), version_of("v")
     (8, None, None)
     """
     return int(name[1:]) if name.startswith("v") and name[1:].isdigit() else None

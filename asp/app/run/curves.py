@@ -1,5 +1,5 @@
-"""``curves.png``: a run's losses, scores against the movers (random, greedy, an engine), its
-rating ladder and plies/s, by iteration."""
+"""``curves.png``: a run's losses, scores against the movers (random, the game's own, an
+engine), its rating ladder and plies/s, by iteration."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from asp.app.evaluation.elo import score_from_elo
 from asp.app.evaluation.ladder import version_of
+from asp.app.run.metrics import mover_scores
 from asp.util.atomic import write_bytes_atomic
 
 __all__ = ["plot_curves", "plot_history"]
@@ -40,7 +41,8 @@ def plot_curves(history: list[dict[str, Any]], path: str | os.PathLike[str]) -> 
         [score_from_elo(m["eval/elo_high"]) for m in evaluated],
         alpha=0.2,
     )
-    rungs = [("eval_greedy", "s-", "greedy mover"), ("eval_sf", "^-", None)]
+    movers = list(dict.fromkeys(name for m in history for name in mover_scores(m)))
+    rungs = [(f"eval_{name}", "s-", f"{name} mover") for name in movers] + [("eval_sf", "^-", None)]
     shown = []
     for prefix, style, rung in rungs:
         scored = [m for m in history if f"{prefix}/score" in m]

@@ -19,11 +19,11 @@ _NUMBERS = ("time/wall", "time/workers_busy", "time/loop_stall_max")
 
 def mover_scores(line: dict[str, Any]) -> dict[str, float]:
     """The scores of a metrics line against the game's movers other than the random one
-    (``eval_greedy/score``, ``eval_winblock/score``, ...), by mover name; Stockfish's and the
+    (``eval_winblock/score``, ...), by mover name; the engine's (``eval_sf/score``) and the
     kept versions' (``eval_v<N>/score``) aside.
 
-    >>> mover_scores({"eval/score": 1.0, "eval_greedy/score": 0.9, "eval_sf/score": 0.1, "eval_v0/score": 0.8})
-    {'greedy': 0.9}
+    >>> mover_scores({"eval/score": 1.0, "eval_winblock/score": 0.9, "eval_sf/score": 0.1, "eval_v0/score": 0.8})
+    {'winblock': 0.9}
     """
     return {name: value for name, value in _opponent_scores(line).items() if name != "sf" and version_of(name) is None}
 
@@ -31,7 +31,7 @@ def mover_scores(line: dict[str, Any]) -> dict[str, float]:
 def version_scores(line: dict[str, Any]) -> dict[int, float]:
     """The scores of a metrics line against the versions the run keeps, by version.
 
-    >>> version_scores({"eval_greedy/score": 0.9, "eval_v16/score": 0.6, "eval_v0/score": 1.0})
+    >>> version_scores({"eval_winblock/score": 0.9, "eval_v16/score": 0.6, "eval_v0/score": 1.0})
     {0: 1.0, 16: 0.6}
     """
     versions = ((version_of(name), value) for name, value in _opponent_scores(line).items())

@@ -4,10 +4,10 @@ extra installed.
 Each metrics line (``metrics.jsonl``) becomes scalars at its iteration, in event files under
 ``RUN/tensorboard``: every number of the line under its own key (``loss/policy``,
 ``eval/score``, ``time/wall``...), counts by kind (``play/results/1-0``) and the ladder's
-ratings (``ladder/v8``, ``ladder/greedy``). ``tensorboard --logdir runs`` shows every run.
+ratings (``ladder/v8``, ``ladder/winblock``). ``tensorboard --logdir runs`` shows every run.
 
 >>> scalars({"iteration": 3, "loss/policy": 2.5, "overlap": True, "play/results": {"1-0": 7},
-...          "ladder": {"v4": [185.0, 63.0, 307.0, 40]}, "eval_sf/engine": "stockfish"})
+...          "ladder": {"v4": [185.0, 63.0, 307.0, 40]}, "eval_sf/engine": "an engine"})
 {'loss/policy': 2.5, 'play/results/1-0': 7.0, 'ladder/v4': 185.0}
 """
 
