@@ -204,8 +204,6 @@ def test_mcts_mover_plays_the_win_and_travels_as_its_config() -> None:
         MCTSConfig(0)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
 def test_asp_eval_plays_mcts_of_any_simulations_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Before, asp eval knew mcts100 only: the yardstick of a trained model, 1,000, was no opponent.
     from run_helpers import kept_checkpoint
@@ -224,6 +222,8 @@ def test_asp_eval_plays_mcts_of_any_simulations_by_name(tmp_path: Path, capsys: 
     assert said in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_train_an_openspiel_game_then_eval_moves_show_and_play(tmp_path: Path) -> None:
     spec = "openspiel:breakthrough(rows=5,columns=5)"
     options = ("--iterations", "2", "--games", "8", "--eval-games", "4", "--workers", "2", "--no-progress")
