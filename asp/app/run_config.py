@@ -224,22 +224,26 @@ def defaults_for(spec: str, game: Any = None) -> GameRunConfig:
     :raises ConfigError: the game's settings name something that is not a setting of a run,
         or a value out of its range.
     """
-    loaded = load_game(spec) if game is None else game
-    data = run_defaults(loaded)
     owner = f"{spec}: the game's run_defaults()"
-    for cls, given, where in ((GameRunConfig, data, ""), (TrainConfig, data.get("train", {}), "train.")):
-        if isinstance(given, TrainConfig):
-            continue
-        if not isinstance(given, Mapping):
-            raise ConfigError(
-                f"{owner}: {where.rstrip('.') or 'the settings'} must be a mapping, got {type(given).__name__}"
-            )
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "game"]
-        unknown = [f"{where}{key}" for key in given if key not in names]
-        if unknown:
-            raise ConfigError(f"{owner}: no setting {', '.join(map(repr, unknown))}; the settings: {', '.join(names)}")
+    data = run_defaults(load_game(spec) if game is None else game)
+    _check_settings(owner, GameRunConfig, data, "")
     train = data.pop("train", TrainConfig())
-    return GameRunConfig(game=spec, train=train if isinstance(train, TrainConfig) else TrainConfig(**train), **data)
+    if not isinstance(train, TrainConfig):  # a mapping of its fields
+        _check_settings(owner, TrainConfig, train, "train.")
+        train = TrainConfig(**train)
+    return GameRunConfig(game=spec, train=train, **data)
+
+
+def _check_settings(owner: str, cls: type, given: Any, where: str) -> None:
+    """ConfigError unless ``given`` is a mapping of fields of the dataclass ``cls`` (its
+    ``game`` aside), named ``where`` (``train.``) in the message of ``owner``."""
+    if not isinstance(given, Mapping):
+        what = where.rstrip(".") or "the settings"
+        raise ConfigError(f"{owner}: {what} must be a mapping, got {type(given).__name__}")
+    names = [f.name for f in dataclasses.fields(cls) if f.name != "game"]
+    unknown = [f"{where}{key}" for key in given if key not in names]
+    if unknown:
+        raise ConfigError(f"{owner}: no setting {', '.join(map(repr, unknown))}; the settings: {', '.join(names)}")
 
 
 def fields_of(owner: str, cls: type, data: Any) -> dict[str, Any]:
