@@ -165,8 +165,8 @@ def _eval(args: argparse.Namespace, run: GameRun, model: torch.nn.Module, versio
 
     if args.pgn and exported(run.game, []) is None:
         raise ConfigError(f"--pgn applies to a game with a file format of its own, not to a {run.cfg.game} run")
-    opponent, described, opponent_version, opponent_search = _opponent(args, run)
     movers = _movers(run, args.vs)
+    opponent, described, opponent_version, opponent_search = _opponent(args, run, movers)
     engine = args.vs in engine_names(run.game)
     play_cfg = PlayConfig(
         run.game,
@@ -252,13 +252,16 @@ def _print_match(args: argparse.Namespace, version: int, described: str, records
     return 0
 
 
-def _opponent(args: argparse.Namespace, run: GameRun) -> tuple[Any, str, int, SearchConfig | None]:
+def _opponent(
+    args: argparse.Namespace, run: GameRun, movers: dict[str, Any]
+) -> tuple[Any, str, int, SearchConfig | None]:
     """``asp eval``'s opponent in the run ``run``: ``(opponent, in words, its version, its
-    search)``: a mover of the game, one of its engines, or another checkpoint of the same game."""
+    search)``: one of ``movers`` (:func:`_movers`), one of the game's engines, or another
+    checkpoint of the same game."""
     from asp.app.run.checkpoint import run_from_checkpoint
     from asp.games.protocol import engine_config, engine_names
 
-    movers, engines, given = _movers(run, args.vs), engine_names(run.game), _engine_options(args)
+    engines, given = engine_names(run.game), _engine_options(args)
     if given and args.vs not in engines:
         option = _ENGINE_NAMES[next(iter(given))]
         if not engines:
