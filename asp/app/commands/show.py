@@ -63,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         game = _reader_of(path)
         record = _read_own_format(game, path, args.game)
-    try:
-        states = _replay(game, record)
-    except (ValueError, TypeError) as e:
-        raise ConfigError(f"{path}: game {args.game} does not replay: {e}") from None
+    states = _replayed(game, record, path, args.game)
     plies = len(states) - 1
     ply = plies if args.ply is None else args.ply
     if not 0 <= ply <= plies:
@@ -125,6 +122,14 @@ def _read_own_format(game: Any, path: Path, number: int) -> dict[str, Any]:
     if record is None:
         raise ConfigError(f"GAMES: {game.name} reads no file of its own format; give a games file (.jsonl)")
     return {"start": str(record.get("start", "")), "actions": list(record["actions"])}
+
+
+def _replayed(game: Any, record: dict[str, Any], path: Path, number: int) -> list[Any]:
+    """:func:`_replay` of game ``number`` of ``path``; ConfigError naming them where it does not replay."""
+    try:
+        return _replay(game, record)
+    except (ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: game {number} does not replay: {e}") from None
 
 
 def _replay(game: Any, record: dict[str, Any]) -> list[Any]:
@@ -210,14 +215,14 @@ def write_boards(
 
     source, target = Path(source), os.fspath(out)
     if states is None:
-        states = _replay(game, _read_own_format(game, source, game_number))
-    plies = len(states) - 1
-    if is_directory(target):
+        states = _replayed(game, _read_own_format(game, source, game_number), source, game_number)
+    plies, directory = len(states) - 1, is_directory(target)
+    if directory:
         drawn, paths = tuple(range(plies + 1)), ply_paths(target, plies)
     else:
         drawn, paths = (plies if ply is None else ply,), (Path(target),)
     check_output_directory("--out", paths[0].parent)  # created if needed
-    if not is_directory(target):
+    if not directory:
         check_output_file("--out", target)
     for k, path in zip(drawn, paths, strict=True):
         write_text_atomic(path, str(game.svg(states[k])) + "\n")
