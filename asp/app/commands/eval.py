@@ -11,7 +11,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from asp.app.commands.options import POLICY_ONLY_HELP, SEARCH_HELP, check_game_options, play_search
+from asp.app.commands.options import (
+    POLICY_ONLY_HELP,
+    SEARCH_HELP,
+    check_game_options,
+    engine_options,
+    play_search,
+)
 from asp.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -101,13 +107,6 @@ _ENGINE_NAMES = {
     "name": "--vs",
 }
 """The engine's fields and the ``asp eval`` options that set them."""
-
-
-def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The engine's fields that the options give, by field: the game's engine applies its own
-    defaults to the others (:func:`asp.games.protocol.engine_config`)."""
-    fields = {field: getattr(args, option[2:].replace("-", "_")) for field, option in _ENGINE_NAMES.items()}
-    return {field: value for field, value in fields.items() if field != "name" and value is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -261,7 +260,7 @@ def _opponent(
     from asp.app.run.checkpoint import run_from_checkpoint
     from asp.games.protocol import engine_config, engine_names
 
-    engines, given = engine_names(run.game), _engine_options(args)
+    engines, given = engine_names(run.game), engine_options(args, _ENGINE_NAMES)
     if given and args.vs not in engines:
         option = _ENGINE_NAMES[next(iter(given))]
         if not engines:

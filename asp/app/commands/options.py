@@ -4,7 +4,8 @@ ask, and the ranges of their options."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from asp.errors import ConfigError
 from asp.util.checks import check_number
@@ -13,7 +14,14 @@ if TYPE_CHECKING:
     from asp.app.game_run import GameRun
     from asp.search import SearchConfig
 
-__all__ = ["POLICY_ONLY_HELP", "SEARCH_HELP", "check_game_options", "check_search_options", "play_search"]
+__all__ = [
+    "POLICY_ONLY_HELP",
+    "SEARCH_HELP",
+    "check_game_options",
+    "check_search_options",
+    "engine_options",
+    "play_search",
+]
 
 POLICY_ONLY_HELP = "the model plays its policy network alone: no search"
 """The help of ``--policy-only``."""
@@ -49,3 +57,11 @@ def play_search(run: GameRun, args: argparse.Namespace, *, sampling: bool = Fals
     configured, unless ``--search N`` (0: none) or ``--policy-only`` says otherwise."""
     simulations = 0 if getattr(args, "policy_only", False) else args.search
     return run.search_cfg(sampling=sampling, simulations=simulations)
+
+
+def engine_options(args: argparse.Namespace, names: Mapping[str, str]) -> dict[str, Any]:
+    """The fields of an engine that the options given set, by field: ``names`` maps each
+    field to its option (``{"skill": "--skill"}``); the engine's ``name`` is not among them
+    (``--vs``), and the game's engine applies its own defaults to the fields not given."""
+    fields = {field: getattr(args, option[2:].replace("-", "_")) for field, option in names.items() if field != "name"}
+    return {field: value for field, value in fields.items() if value is not None}

@@ -23,11 +23,8 @@ T = TypeVar("T")
 
 _ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes", "depth": "--eval-depth", "path": "--engine",
                  "name": "--eval-vs"}  # fmt: skip
-"""The engine's fields and the ``asp train`` options that set them."""
-
-_ENGINE_OPTIONS = ("eval_skill", "eval_nodes", "eval_depth", "engine")
-"""``asp train``'s options of an engine opponent (``--engine``: where it is, not part of the
-run), for a game with an engine only, with ``--eval-vs ENGINE``."""
+"""The engine's fields and the ``asp train`` options that set them (``--engine``: where it is,
+not part of the run), for a game with an engine only, with ``--eval-vs ENGINE``."""
 
 _OPTIONS = ("iterations", "games", "seed", "max_plies", "eval_every", "eval_games", "eval_precision",
             "max_staleness", "search", "eval_search")  # fmt: skip
@@ -80,15 +77,17 @@ def train_config(args: argparse.Namespace) -> tuple[GameRun, dict[str, Any]]:
 
 def _check_refused(args: argparse.Namespace, game: Any, spec: str) -> None:
     """ConfigError for the options that ``asp train`` refuses whatever their values."""
+    from asp.app.commands.options import engine_options
     from asp.games.protocol import engine_names
 
     engines = engine_names(game)
     if args.eval_vs != "random" and args.eval_vs not in engines:
         known = f"its engines: {', '.join(engines)}" if engines else "it has none"
         raise ConfigError(f"--eval-vs {args.eval_vs}: not an engine of {spec}; {known} (random: its movers only)")
-    engine = [o for o in _ENGINE_OPTIONS if getattr(args, o) is not None]
-    if engine and not engines:
-        raise ConfigError(f"--{engine[0].replace('_', '-')} applies to a game with an engine only, not --game {spec}")
+    given = engine_options(args, _ENGINE_NAMES)
+    if given and not engines:
+        option = _ENGINE_NAMES[next(iter(given))]
+        raise ConfigError(f"{option} applies to a game with an engine only, not --game {spec}")
     if args.policy_only:
         raise ConfigError(
             "--policy-only: asp train always searches (it trains on the search's improved policy); "
@@ -101,10 +100,10 @@ def _check_refused(args: argparse.Namespace, game: Any, spec: str) -> None:
 def _engine_fields(args: argparse.Namespace, game: Any) -> dict[str, Any] | None:
     """The engine of ``asp train --eval-vs ENGINE``, as the run keeps it (its path is not
     part of the run); its errors name the options."""
+    from asp.app.commands.options import engine_options
     from asp.games.protocol import engine_config
 
-    given = {field: getattr(args, option[2:].replace("-", "_")) for field, option in _ENGINE_NAMES.items()}
-    given = {field: value for field, value in given.items() if field != "name" and value is not None}
+    given = engine_options(args, _ENGINE_NAMES)
     if args.eval_vs == "random":
         if given:
             raise ConfigError(f"{_ENGINE_NAMES[next(iter(given))]} applies to --eval-vs ENGINE only")
