@@ -55,6 +55,39 @@ def test_every_setting_round_trips_through_the_printed_config(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.toml"]
 
 
+def test_the_options_become_a_config_in_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before, each option was checked on a config of its own and the run built twice (the
+    # file's, then the whole), the engine's config made five times.
+    import asp.app.commands.train_options as train_options
+    import asp.app.game_loader as game_loader
+    import asp.app.game_run as game_run
+    import asp.games.protocol as protocol
+
+    counts = {"load_game": 0, "GameRun": 0, "engine_config": 0}
+
+    def counted(name: str, make: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return make(*args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(game_loader, "load_game", counted("load_game", game_loader.load_game))
+    monkeypatch.setattr(game_run, "GameRun", counted("GameRun", game_run.GameRun))
+    monkeypatch.setattr(game_run, "engine_config", counted("engine_config", game_run.engine_config))
+    monkeypatch.setattr(protocol, "engine_config", counted("engine_config", protocol.engine_config))
+    (tmp_path / "run.toml").write_text("games = 7\n\n[eval_engine]\nskill = 2\n\n[train]\nlr = 0.01\n")
+    options = ["--config", str(tmp_path / "run.toml"), "--iterations", "3", "--search", "4", "--device", "cpu"]
+    run, changes = train_options.train_config(_parser().parse_args(["train", *options, "--hidden", "64"]))
+    cfg = run.cfg
+    assert (cfg.games, cfg.iterations, cfg.search, cfg.network, cfg.train.lr) == (7, 3, 4, {"hidden": 64}, 0.01)
+    assert run.cfg.eval_engine is not None and run.cfg.eval_engine["skill"] == 2
+    assert counts == {"load_game": 1, "GameRun": 1, "engine_config": 1}
+    assert sorted(changes) == ["iterations", "network", "search", "train"]
+    with pytest.raises(ConfigError, match="^--search: GameRunConfig.search must be an int in 1..10000, got 20000$"):
+        train_options.train_config(_parser().parse_args(["train", *options, "--search", "20000"]))
+
+
 def test_the_file_sits_over_the_defaults_and_under_the_options(tmp_path: Path) -> None:
     file = tmp_path / "run.toml"
     file.write_text("games = 7\neval_games = 40\n\n[train]\nlr = 0.01\nreplay = 2\n")
@@ -83,7 +116,7 @@ def test_a_runs_config_json_reproduces_it(tmp_path: Path) -> None:
         ("train = 3\n", "--config run.toml: train must be a table ([train])"),
         ("games = \n", "--config run.toml: not TOML"),
         ('game = "chess"\n', "--config run.toml: game 'chess': not a game"),
-        ("[eval_engine]\nskil = 3\n", "--config run.toml: GameRunConfig.eval_engine has no field 'skil'"),
+        ("[eval_engine]\nskil = 3\n", "--config run.toml: GameRunConfig.eval_engine: EngineConfig has no field 'skil'"),
         # An older asp's TinyChess config: one reading of a file, so its network's shape is a key it lacks.
         ("search = 0\n[model]\nhidden = 64\n", "--config run.toml: unknown key 'model'"),
         ('game = "connect4"\n[model]\nhidden = 64\n', "--config run.toml: unknown key 'model'"),

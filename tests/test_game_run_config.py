@@ -105,7 +105,7 @@ def test_game_run_config_from_a_dict_names_a_field_it_does_not_know(spoil: Calla
 
 def test_a_run_checks_its_engine_against_the_engine_of_its_game() -> None:
     # The config is plain data: the fields of the engine are the game's (TinyChess: EngineConfig's).
-    with pytest.raises(ConfigError, match=re.escape("GameRunConfig.eval_engine has no field 'skil'")):
+    with pytest.raises(ConfigError, match=re.escape("GameRunConfig.eval_engine: EngineConfig has no field 'skil'")):
         GameRun(GameRunConfig(game="tinychess", eval_engine={"skil": 1}), CHESS)
     with pytest.raises(ConfigError, match="EngineConfig.skill must be an int in 0..20, got 30"):
         GameRun(GameRunConfig(game="tinychess", eval_engine={"skill": 30}), CHESS)

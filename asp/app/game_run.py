@@ -28,10 +28,10 @@ import torch
 from asp.app.evaluation.matches import PAST_VERSION_GAMES
 from asp.app.game_loader import load_game
 from asp.app.games_file import write_records
-from asp.app.run_config import GameRunConfig, fields_of, match_starts, network_config
+from asp.app.run_config import GameRunConfig, match_starts, network_config
 from asp.errors import ConfigError
 from asp.games import PlayConfig, Trainer
-from asp.games.protocol import engine_config
+from asp.games.protocol import engine_config, engine_names
 from asp.search import SearchConfig
 
 __all__ = ["GameRun"]
@@ -55,10 +55,12 @@ class GameRun:
     def _engine(self, fields: dict[str, Any] | None) -> Any:
         if fields is None:
             return None
-        default = engine_config(self.game, {})
-        if default is None:
+        if not engine_names(self.game):
             raise ConfigError(f"eval_engine: {self.cfg.game} has no engine")
-        return engine_config(self.game, fields_of("GameRunConfig.eval_engine", type(default), fields))
+        try:
+            return engine_config(self.game, fields)
+        except ConfigError as e:
+            raise ConfigError(f"GameRunConfig.eval_engine: {e}") from None
 
     def with_cfg(self, cfg: GameRunConfig) -> GameRun:
         """The run ``cfg`` of the same game (a resumed run's stored config), not loaded again."""

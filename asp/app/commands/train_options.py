@@ -6,20 +6,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from asp.errors import ConfigError
 
 if TYPE_CHECKING:
     from asp.app.game_run import GameRun
     from asp.app.run import RunDir
-    from asp.app.run_config import GameRunConfig
 
 __all__ = ["print_config", "resumed_run", "train_config"]
-
-T = TypeVar("T")
 
 _ENGINE_NAMES = {"skill": "--eval-skill", "nodes": "--eval-nodes", "depth": "--eval-depth", "path": "--engine",
                  "name": "--eval-vs"}  # fmt: skip
@@ -34,15 +29,16 @@ _OPTIONS = ("iterations", "games", "seed", "max_plies", "eval_every", "eval_game
 def train_config(args: argparse.Namespace) -> tuple[GameRun, dict[str, Any]]:
     """The run that ``asp train``'s options ask for, and the config fields the options changed.
 
-    The config starts from the game's defaults, with the settings of ``--config FILE`` over
-    them (:mod:`asp.app.config_file`); the options override both.
+    One pass: the game's defaults, the settings of ``--config FILE`` over them
+    (:mod:`asp.app.config_file`), the options over both; the game loaded once and the whole
+    config checked once. Only where that check fails are the layers checked one by one, to
+    name the first that makes the config wrong.
 
     :raises ConfigError: for an option out of its range, named as the option; for a key of
         the file that the config does not have or a value out of range, named as the key.
     """
-    from asp.app.config_file import read_config_file
+    from asp.app.config_file import merged, read_config_file
     from asp.app.game_loader import TINYCHESS, check_named_game, load_game
-    from asp.app.game_run import GameRun
     from asp.app.run_config import defaults_for
 
     given = read_config_file(args.config) if args.config else {}
@@ -53,26 +49,64 @@ def train_config(args: argparse.Namespace) -> tuple[GameRun, dict[str, Any]]:
     # named where it was given: the option, else the config file.
     game = load_game(spec, option="--game" if args.game else f"--config {args.config}: game")
     _check_refused(args, game, spec)
-    base = _with_file(defaults_for(spec, game), given, args.config)
-    try:
-        checked = GameRun(base, game)  # the file's network and engine, checked against the game's
-    except ConfigError as e:
-        raise ConfigError(f"--config {args.config}: {e}") from None
-    if checked.engine is not None:  # each of its fields, as a run stores them (TOML writes no None)
-        base = dataclasses.replace(base, eval_engine=dataclasses.asdict(checked.engine))
+    layers = [("", defaults_for(spec, game).to_dict())]
+    if given:  # its keys checked here, each named with the file
+        layers.append((f"--config {args.config}", merged(layers[-1][1], {**given, "game": spec}, str(args.config))))
+    options = _option_settings(args, game)
+    for option, settings in options:
+        layers.append((option, _over(layers[-1][1], settings)))
+    run = _checked(layers, game)
     changes: dict[str, Any] = {"game": spec} if args.game else {}  # a resumed run keeps its own
-    for option in _OPTIONS:
-        _take_option(args, option, base, changes)
+    changes.update({key: getattr(run.cfg, key) for _, settings in options for key in settings})
+    return run, changes
+
+
+def _option_settings(args: argparse.Namespace, game: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The settings each given option sets, with the option's name."""
+    settings = [(f"--{name.replace('_', '-')}", {name: getattr(args, name)}) for name in _OPTIONS
+                if getattr(args, name) is not None]  # fmt: skip
     if args.sequential:
-        changes["overlap"] = False
+        settings.append(("--sequential", {"overlap": False}))
     if (engine := _engine_fields(args, game)) is not None:
-        changes["eval_engine"] = engine
+        settings.append(("--eval-vs", {"eval_engine": engine}))
     if args.device is not None:
-        changes["train"] = _named_option("device", lambda: dataclasses.replace(base.train, device=args.device))
+        settings.append(("--device", {"train": {"device": args.device}}))
     if args.hidden is not None:
-        changes["network"] = {**base.network, "hidden": args.hidden}
-    make = functools.partial(GameRun, dataclasses.replace(base, **changes), game)
-    return (make() if args.hidden is None else _named_option("hidden", make)), changes
+        settings.append(("--hidden", {"network": {"hidden": args.hidden}}))
+    return settings
+
+
+def _over(data: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a config's ``to_dict()``) with an option's ``settings`` over it: a field of
+    the trainer or the network set alone, any other field replaced whole."""
+    out = dict(data)
+    for key, value in settings.items():
+        out[key] = {**out[key], **value} if key in ("train", "network") else value
+    return out
+
+
+def _checked(layers: list[tuple[str, dict[str, Any]]], game: Any) -> GameRun:
+    """The run of the last of ``layers`` (each a name and the config so far); where it is
+    wrong, ConfigError naming the first layer that is."""
+    try:
+        return _run_of(layers[-1][1], game)
+    except ConfigError as error:
+        for where, data in layers:
+            try:
+                _run_of(data, game)
+            except ConfigError as e:
+                raise ConfigError(f"{where}: {e}" if where else str(e)) from None
+        raise error from None
+
+
+def _run_of(data: dict[str, Any], game: Any) -> GameRun:
+    from asp.app.game_run import GameRun
+    from asp.app.run_config import GameRunConfig
+
+    run = GameRun(GameRunConfig.from_dict(data), game)
+    if run.engine is not None:  # each of its fields, as a run stores them (TOML writes no None)
+        run.cfg = dataclasses.replace(run.cfg, eval_engine=dataclasses.asdict(run.engine))
+    return run
 
 
 def _check_refused(args: argparse.Namespace, game: Any, spec: str) -> None:
@@ -112,39 +146,6 @@ def _engine_fields(args: argparse.Namespace, game: Any) -> dict[str, Any] | None
     if "path" in stored:
         stored["path"] = None  # where the program is: --engine at each start, not part of the run
     return stored
-
-
-def _with_file(defaults: GameRunConfig, given: dict[str, Any], where: str | None) -> GameRunConfig:
-    """``defaults`` (a run config) with the settings ``given`` by the config file ``where``
-    over them; ConfigError naming the file and the key."""
-    from asp.app.config_file import merged
-    from asp.app.run_config import GameRunConfig
-
-    if not given:
-        return defaults
-    data = merged(defaults.to_dict(), {**given, "game": defaults.game}, str(where))
-    try:
-        return GameRunConfig.from_dict(data)
-    except ConfigError as e:
-        raise ConfigError(f"--config {where}: {e}") from None
-
-
-def _take_option(args: argparse.Namespace, option: str, base: Any, changes: dict[str, Any]) -> None:
-    """Put ``--option``'s value, when given, in ``changes`` under the config field of the same
-    name, checked on ``base`` under the option's name."""
-    value = getattr(args, option)
-    if value is not None:
-        changes[option] = value
-        _named_option(option, functools.partial(dataclasses.replace, base, **{option: value}))
-
-
-def _named_option(option: str, make: Callable[[], T]) -> T:
-    """``make()``; its ConfigError (which names a config field) is prefixed with the option
-    that set the field, so that the user sees what to change on the command line."""
-    try:
-        return make()
-    except ConfigError as e:
-        raise ConfigError(f"--{option.replace('_', '-')}: {e}") from None
 
 
 def resumed_run(args: argparse.Namespace, rundir: RunDir, asked: GameRun, changes: dict[str, Any]) -> GameRun:
