@@ -142,6 +142,18 @@ class ConnectFour:
         mover every game has."""
         return {"winblock": WinBlockMover(), "lookahead": LookaheadMover()}
 
+    def mover(self, name: str) -> Mover | None:
+        """``mctsN``: OpenSpiel's ``MCTSBot`` with N simulations a move (1 to 10**6; needs
+        open-spiel), by name (``asp eval RUN --vs mcts1000``, the yardstick of
+        ``benchmarks/bench_learning.py``); None for any other name. At 1,000 simulations, about
+        10 ms a move in the opening (one core of a machine that plays 23,000 python-chess
+        random-playout plies a second). Not among :meth:`movers`: it needs open-spiel, which
+        asp does not, and a run's evaluations are the same wherever it runs."""
+        from asp.connect4.mcts import MCTSMover
+
+        found = re.fullmatch(r"mcts(\d{1,7})", name)
+        return None if found is None else MCTSMover(int(found.group(1)))
+
     def run_defaults(self) -> dict[str, Any]:
         """``asp train``'s settings for Connect Four: 22 iterations, a convolutional tower (4
         blocks 32 wide), its value on the search's value as well as the result, each repeated
