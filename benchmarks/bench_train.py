@@ -9,7 +9,8 @@ iterations of ``play/search_occupancy``: boards per forward over the play batch)
 evaluations cost (their wall time, counted whole though all but the last overlap self-play,
 and the workers' time in their games, against the run's wall time and workers), and how far
 the ladder puts the last version above version 0, all from metrics.jsonl (absent in asp
-versions without them). Wall times are also given in random
+versions without them); and the peak resident memory of the run's largest process, the
+coordinator (``wait4``'s ``ru_maxrss``; its workers are smaller). Wall times are also given in random
 playout plies (wall seconds times the machine's python-chess random-playout rate on one core,
 measured at the start), the unit of the time budgets.
 
@@ -81,16 +82,23 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
         if pythonpath is not None:
             env["PYTHONPATH"] = pythonpath
         began = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp)
-        wall = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(f"{command} failed:\n{done.stderr[-2000:]}")
+        with open(Path(tmp) / "stderr", "w+") as err:
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp)
+            # wait4: the child's resource usage, its peak resident memory (that of its largest
+            # process: the coordinator, whose workers are smaller) included
+            _, status, usage = os.wait4(child.pid, 0)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            wall = time.perf_counter() - began
+            err.seek(0)
+            stderr = err.read()
+        if child.returncode != 0:
+            raise SystemExit(f"{command} failed:\n{stderr[-2000:]}")
         lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
         if keep is not None:
             shutil.copytree(run, keep)
     walls = sum(line.get("time/wall", 0.0) for line in lines)
     busy = sum(line.get("time/workers_busy", 0.0) * line.get("time/wall", 0.0) for line in lines)
-    split = re.search(r"^asp train: \d+ cores: (\d+) workers", done.stderr, re.M)
+    split = re.search(r"^asp train: \d+ cores: (\d+) workers", stderr, re.M)
     evaluating = sum(line.get("time/evaluation", 0.0) for line in lines)
     eval_work = sum(v for line in lines for k, v in line.items() if k.endswith("/worker_seconds"))
     return {
@@ -104,6 +112,7 @@ def run_once(args: list[str], iterations: int, pythonpath: str | None, keep: Pat
         "eval_wall": evaluating / wall if any("time/evaluation" in line for line in lines) else None,
         "eval_work": eval_work / (int(split.group(1)) * wall) if split and eval_work else None,
         "ladder": lines[-1].get("ladder/above_v0"),
+        "peak_rss": usage.ru_maxrss / 1024,  # KiB on Linux
         "final_eval": lines[-1].get("time/evaluation"),
         "eval_cost": evaluation_cost_in_run(lines, wall),
         "occupancy": statistics.mean(occupancy)
@@ -196,7 +205,7 @@ def evaluation_cost(default: list[dict[str, Any]], final_only: list[dict[str, An
 
 def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of each figure over the runs that report it (None where none does)."""
-    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy", "eval_wall", "eval_work", "eval_cost")
+    keys = ("wall", "score", "greedy", "busy", "stall", "occupancy", "eval_wall", "eval_work", "eval_cost", "peak_rss")
     known = {key: [r[key] for r in runs if r[key] is not None] for key in keys}
     return {key: statistics.median(values) if values else None for key, values in known.items()}
 
@@ -217,7 +226,8 @@ def describe(result: dict[str, Any]) -> str:
         evaluation += f" (in-run estimate of its cost: {result['eval_cost']:.1%})"
     if result.get("ladder"):
         evaluation += "  last version above v0 by {:+.0f} [95%: {:+.0f}, {:+.0f}]".format(*result["ladder"])
-    return f"score {score}  workers playing {busy}  longest loop stall {stall}{occupancy}{evaluation}"
+    memory = "" if result.get("peak_rss") is None else f"  peak RSS {result['peak_rss']:.0f} MiB"
+    return f"score {score}  workers playing {busy}  longest loop stall {stall}{memory}{occupancy}{evaluation}"
 
 
 if __name__ == "__main__":

@@ -164,6 +164,8 @@ def test_train_writes_every_artefact_of_a_run(overlapped: ResumeRuns) -> None:
         assert {"time/play", "time/train", "time/overlap", "time/wall", "time/artefacts"} <= line.keys()
         assert {"time/workers_busy", "time/loop_stall_max"} <= line.keys()
         assert all(line[k] >= 0 for k in line if k.startswith("time/"))
+        assert 100 < line["mem/peak_rss_mb"] < 10_000  # torch alone takes 200 MB
+    assert lines[0]["mem/peak_rss_mb"] <= lines[1]["mem/peak_rss_mb"]
     assert "eval/score" not in lines[0]  # evaluated every 4 iterations, and after the last
     assert 0.0 <= lines[1]["eval/score"] <= 1.0 and lines[1]["eval/games"] == 8
     assert lines[1]["eval/elo_low"] <= lines[1]["eval/elo"] <= lines[1]["eval/elo_high"]

@@ -44,6 +44,7 @@ from asp.errors import IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
 from asp.util.cleanup import finish_in_thread, wait_out
+from asp.util.memory import peak_rss_mb
 
 __all__ = ["check_resumable", "train_session"]
 
@@ -217,6 +218,7 @@ class _Saver:
         )
         report.extra["time/loop_stall_max"] = watch.take()
         report.extra["time/gc_pause_max"] = watch.gc_pause()
+        report.extra["mem/peak_rss_mb"] = round(peak_rss_mb(), 1)
         evaluated = None
         if report.iteration + 1 == cfg.iterations or (report.iteration + 1) % cfg.eval_every == 0:
             evaluated = report.trained_weights
