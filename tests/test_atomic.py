@@ -6,6 +6,7 @@ device) in a temporary directory, never the machine's own ``/dev/null``.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -99,3 +100,11 @@ def test_is_special_file(tmp_path: Path, null_device: Path) -> None:
     assert not is_special_file(tmp_path / "missing")
     (tmp_path / "f").write_text("x")
     assert not is_special_file(tmp_path / "f")
+
+
+def test_a_checkpoint_onto_a_full_disk_says_so() -> None:
+    # save_atomic streams torch.save into the file: torch.save turns the write's OSError into
+    # a RuntimeError without its cause; the OSError is what comes out.
+    with pytest.raises(OSError) as raised:
+        save_atomic({"x": torch.ones(1 << 20)}, "/dev/full")
+    assert raised.value.errno == errno.ENOSPC

@@ -15,12 +15,11 @@ points to is replaced and the link stays.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 __all__ = ["is_special_file", "save_atomic", "write_bytes_atomic", "write_text_atomic"]
 
@@ -79,11 +78,37 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def save_atomic(obj: object, path: str | os.PathLike[str]) -> None:
     """``torch.save`` ``obj`` to ``path`` atomically (directly into a device or a FIFO).
 
-    The bytes are made in memory first: ``torch.save`` into a file that cannot be written (a
-    full disk) raises a RuntimeError without its cause, where a plain write raises the OSError
-    that says it (``ENOSPC``)."""
+    The bytes go to the file as ``torch.save`` makes them, not into memory first (a checkpoint
+    is tens of megabytes). Where the file cannot be written (a full disk), ``torch.save``
+    raises a RuntimeError without the cause: the OSError that says it (``ENOSPC``) is raised
+    instead."""
     import torch  # here: what imports this module for text files need not wait for torch
 
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    _write_atomic(path, True, lambda f: f.write(buffer.getbuffer()))
+    def write(f: IO[bytes]) -> None:
+        sink = _Sink(f)
+        try:
+            torch.save(obj, cast(IO[bytes], sink))  # what torch.save calls of it: write, flush
+        except RuntimeError:
+            if sink.error is not None:
+                raise sink.error from None
+            raise
+
+    _write_atomic(path, True, write)
+
+
+class _Sink:
+    """A binary file that keeps the OSError its write raised, which torch.save hides."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.error: OSError | None = None
+
+    def write(self, data: bytes) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
