@@ -23,6 +23,9 @@ def test_mcts_of_any_simulations_by_name() -> None:
     assert isinstance(mover, MCTSMover) and mover.opponent_name == "mcts1000" and mover.simulations == 1000
     assert game.mover("mcts") is None and game.mover("mctsx") is None and game.mover("lookahead") is None
     assert mover_named(game, "mcts50").opponent_name == "mcts50"
+    # It travels to a worker as type(mover)(mover.cfg): before, the worker's played 1,000.
+    rebuilt = type(mover)(mover_named(game, "mcts50").cfg)
+    assert (rebuilt.simulations, rebuilt.opponent_name) == (50, "mcts50")
     with pytest.raises(ConfigError, match=r"MCTSMover.simulations must be an int in 1..1000000, got 0"):
         game.mover("mcts0")
 

@@ -28,7 +28,8 @@ __all__ = ["MCTSMover"]
 
 
 class MCTSMover(BaseMover):
-    """OpenSpiel's ``MCTSBot`` with ``simulations`` simulations a move (1 to 10**6).
+    """OpenSpiel's ``MCTSBot`` with ``simulations`` simulations a move (1 to 10**6), kept as its
+    ``cfg``: a worker rebuilds it as ``MCTSMover(cfg)``.
 
     :raises ConfigError: open-spiel is not installed, or ``simulations`` is out of range.
     """
@@ -42,7 +43,7 @@ class MCTSMover(BaseMover):
             raise ConfigError(
                 f'mcts{simulations}: needs open-spiel, OpenSpiel\'s MCTSBot (pip install -e ".[openspiel]")'
             ) from None
-        self.simulations = simulations
+        self.cfg = self.simulations = simulations
         self.opponent_name = f"mcts{simulations}"
 
     def choose(self, game: Any, state: Board, rng: random.Random) -> int:
