@@ -31,7 +31,7 @@ from asp.app.games_file import write_records
 from asp.app.run_config import GameRunConfig, match_starts, network_config
 from asp.errors import ConfigError
 from asp.games import PlayConfig, Trainer
-from asp.games.protocol import engine_config, engine_names
+from asp.games.protocol import engine_config
 from asp.search import SearchConfig
 
 __all__ = ["GameRun"]
@@ -55,12 +55,13 @@ class GameRun:
     def _engine(self, fields: dict[str, Any] | None) -> Any:
         if fields is None:
             return None
-        if not engine_names(self.game):
-            raise ConfigError(f"eval_engine: {self.cfg.game} has no engine")
         try:
-            return engine_config(self.game, fields)
+            engine = engine_config(self.game, fields)
         except ConfigError as e:
             raise ConfigError(f"GameRunConfig.eval_engine: {e}") from None
+        if engine is None:
+            raise ConfigError(f"eval_engine: {self.cfg.game} has no engine")
+        return engine
 
     def with_cfg(self, cfg: GameRunConfig) -> GameRun:
         """The run ``cfg`` of the same game (a resumed run's stored config), not loaded again."""
