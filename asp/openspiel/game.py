@@ -41,6 +41,8 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError
+from asp.games.protocol import Symmetry
+from asp.openspiel.symmetry import symmetries_of
 
 __all__ = ["PASS_TEXT", "OpenSpielGame", "SpielState", "game_string_of", "load_spiel_game"]
 
@@ -205,6 +207,16 @@ class OpenSpielGame:
             if child.is_terminal() and child.returns()[mover] > 0:
                 won.append(int(action))
         return won
+
+    def symmetries(self) -> list[Symmetry]:
+        """The board's symmetries where asp knows them for this game
+        (:func:`~asp.openspiel.symmetry.symmetries_of`: Connect Four's mirror, tic-tac-toe's
+        eight...), else none."""
+        if self.planes is None:
+            return []
+        channels, rows, columns = self.planes
+        short_name = self.spiel_game.get_type().short_name
+        return symmetries_of(short_name, (channels + 2, rows, columns), self.action_size)
 
     def encode(self, states: Sequence[SpielState]) -> torch.Tensor:
         rows = np.zeros((len(states), self.features), dtype=np.float32)
