@@ -51,6 +51,18 @@ def test_the_readmes_relative_links_exist() -> None:
         assert missing == [], f"{readme.name} links to missing files"
 
 
+def test_every_path_the_docs_name_in_the_repo_exists() -> None:
+    # Before, docs/development.md said that tests/test_development_walk.py held the walk to
+    # the code, a file that did not exist (the test is in this one).
+    pages = [ROOT / "README.md", ROOT / "benchmarks" / "README.md", *sorted(DOCS.rglob("*.md"))]
+    missing = []
+    for page in pages:
+        for path in re.findall(r"`((?:asp|tests|benchmarks|examples|docs|\.ci)/[\w./-]+)`", page.read_text("utf-8")):
+            if not (ROOT / path.rstrip("/.")).exists():
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+    assert missing == [], "paths in the docs that the repo does not have"
+
+
 WALK = "## One game, from `asp train` to a worker and back"
 
 
