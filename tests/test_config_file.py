@@ -96,7 +96,8 @@ def test_the_file_sits_over_the_defaults_and_under_the_options(tmp_path: Path) -
     assert (cfg.iterations, cfg.train.batch_size) == (20, 1024)  # TinyChess's defaults where the file is silent
     file.write_text('game = "connect4"\n[train]\nsymmetries = false\n')
     cfg = config("--config", str(file))
-    assert (cfg.game, cfg.train.symmetries, cfg.eval_every) == ("connect4", False, 22)  # Connect Four's defaults
+    # Connect Four's defaults where the file is silent
+    assert (cfg.game, cfg.train.symmetries, cfg.eval_every, cfg.train.epochs) == ("connect4", False, 19, 2)
 
 
 def test_a_runs_config_json_reproduces_it(tmp_path: Path) -> None:

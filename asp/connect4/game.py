@@ -155,17 +155,18 @@ class ConnectFour:
         return None if found is None else MCTSMover(int(found.group(1)))
 
     def run_defaults(self) -> dict[str, Any]:
-        """``asp train``'s settings for Connect Four: 22 iterations, a convolutional tower (4
+        """``asp train``'s settings for Connect Four: 19 iterations, a convolutional tower (4
         blocks 32 wide), its value on the search's value as well as the result, each repeated
-        position once, at a falling learning rate, and 256 simulations a move when it plays to
-        win, evaluated once, after the last iteration, in 20 games against each opponent.
-        ``benchmarks/bench_learning.py`` measures each setting against the run without it."""
+        position once, two passes over the replay window a call, at a falling learning rate,
+        and 256 simulations a move when it plays to win, evaluated once, after the last
+        iteration, in 20 games against each opponent. ``benchmarks/bench_learning.py``
+        measures each setting against the run without it."""
         return {
-            "iterations": 22,
-            "eval_every": 22,
+            "iterations": 19,
+            "eval_every": 19,
             "eval_games": 20,
             "eval_search": 256,
-            "train": {"value_mix": 0.5, "merge_repeats": True, "lr_final": 2e-4},
+            "train": {"value_mix": 0.5, "merge_repeats": True, "lr_final": 2e-4, "epochs": 2},
             "network": {"tower": 4, "hidden": 32},
         }
 
