@@ -12,10 +12,12 @@ import random
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import asp, ok
 
 from asp.app.game_loader import check_named_game, load_game
 from asp.app.player import Player
+from asp.app.run_config import network_config
 from asp.errors import ConfigError
 from asp.games.conformance import check_game
 from asp.games.movers import movers_of
@@ -156,6 +158,32 @@ def test_a_game_whose_symmetries_asp_does_not_know_has_none() -> None:
     assert OpenSpielGame("hex(board_size=5)").symmetries() == []
     assert OpenSpielGame("clobber").symmetries() == []
     assert OpenSpielGame("nim").symmetries() == []
+
+
+def test_the_network_sees_the_board_from_the_movers_side() -> None:
+    # Before, the network of OpenSpiel's Connect Four saw the first player's stones in the
+    # first plane whoever moved (asp's own Connect Four network sees the mover's first).
+    game = OpenSpielGame("connect_four")
+    assert game.run_defaults() == {"network": {"player_planes": (0, 1)}}
+    assert OpenSpielGame("tic_tac_toe").run_defaults() == {"network": {"player_planes": (2, 1)}}
+    assert OpenSpielGame("breakthrough").run_defaults() == {}  # its observation has no such pair
+    torch.manual_seed(0)
+    net = game.network(network_config(game, {"player_planes": [0, 1]}))  # a list, as a config file gives it
+    plain = game.network(network_config(game, {}))  # a run's config without it: the input as it is
+    plain.load_state_dict(net.state_dict())
+    assert net.cfg.player_planes == (0, 1) and plain.cfg.player_planes is None
+    first, second = game.encode([game.parse_state("3 3"), game.parse_state("3 3 4")])  # x to move, o to move
+    movers_view = second.reshape(5, 42).clone()
+    movers_view[[0, 1]] = movers_view[[1, 0]]  # o's stones first, then x's
+    with torch.no_grad():
+        assert torch.equal(net(first.unsqueeze(0))[0], plain(first.unsqueeze(0))[0])  # the first player's as they are
+        seen, mover = net(second.unsqueeze(0))[0], plain(movers_view.reshape(1, -1))[0]
+        assert torch.equal(seen, mover) and not torch.equal(seen, plain(second.unsqueeze(0))[0])
+    for wrong in ((0, 0), (0, 3), [1], "01"):
+        with pytest.raises(ConfigError) as raised:
+            network_config(game, {"player_planes": wrong})
+        said = f"SpielNetConfig.player_planes must be two different planes of the observation, 0 to 2, got {wrong!r}"
+        assert str(raised.value) == said
 
 
 def test_the_side_to_move_is_in_the_encoding() -> None:

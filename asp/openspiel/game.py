@@ -44,7 +44,7 @@ from asp.errors import ConfigError
 from asp.games.protocol import Symmetry
 from asp.openspiel.symmetry import symmetries_of
 
-__all__ = ["PASS_TEXT", "OpenSpielGame", "SpielState", "game_string_of", "load_spiel_game"]
+__all__ = ["PASS_TEXT", "PLAYER_PLANES", "OpenSpielGame", "SpielState", "game_string_of", "load_spiel_game"]
 
 PREFIX = "openspiel:"
 """How ``--game`` names an OpenSpiel game: ``openspiel:`` then its game string."""
@@ -58,6 +58,9 @@ _PLAYABLE = {
     "utility": ("ZERO_SUM", "zero sum"),
 }
 """What asp asks of an OpenSpiel game's type, and how the refusal says it."""
+PLAYER_PLANES = {"connect_four": (0, 1), "tic_tac_toe": (2, 1)}
+"""The planes of the first player's stones and of the second's in the observation of the
+games whose observation is the same from either seat, by their short names."""
 
 
 def _pyspiel() -> Any:
@@ -235,6 +238,15 @@ class OpenSpielGame:
             planes = None if self.planes is None else (self.planes[0] + 2, *self.planes[1:])
             cfg = SpielNetConfig(planes=planes, features=self.features, actions=self.action_size)
         return SpielNet(cfg)
+
+    def run_defaults(self) -> dict[str, Any]:
+        """``asp train``'s settings for this game where they differ from asp's own: in a game
+        whose observation gives each player's stones a plane of their own (``connect_four``,
+        ``tic_tac_toe``), a network that sees the board from the mover's side
+        (:attr:`~asp.openspiel.model.SpielNetConfig.player_planes`); none for the others."""
+        short_name = self.spiel_game.get_type().short_name
+        planes = PLAYER_PLANES.get(short_name) if self.planes is not None else None
+        return {} if planes is None else {"network": {"player_planes": planes}}
 
     def movers(self) -> dict[str, Any]:
         """OpenSpiel's ``MCTSBot`` with 100 simulations a move, which every evaluation plays."""

@@ -41,6 +41,10 @@ class SpielNetConfig:
     """Channels of the convolutions, or width of the MLP (8 to 4096)."""
     tower: int = 4
     """Residual blocks (1 to 32): of convolutions over planes, of two linear layers otherwise."""
+    player_planes: tuple[int, int] | None = None
+    """The input's planes of the first player's stones and of the second's, which the network
+    swaps when the second player moves (the plane before the last is asp's "the second player
+    moves"): it sees the board from the mover's side. None: the input as it is."""
 
     def __post_init__(self) -> None:
         check_int("SpielNetConfig.features", self.features, 1, 10**7)
@@ -51,6 +55,22 @@ class SpielNetConfig:
             channels, rows, columns = self.planes
             if channels * rows * columns != self.features:
                 raise ConfigError(f"SpielNetConfig.planes {self.planes} do not hold its {self.features} features")
+        if self.player_planes is not None:
+            pair = self.player_planes
+            observed = self.planes[0] - 2 if self.planes is not None else 0
+            if (
+                not isinstance(pair, (list, tuple))
+                or len(pair) != 2
+                or not all(type(plane) is int and 0 <= plane < observed for plane in pair)
+                or pair[0] == pair[1]
+            ):
+                raise ConfigError(
+                    f"SpielNetConfig.player_planes must be two different planes of the observation, "
+                    f"0 to {observed - 1}, got {pair!r}"
+                    if observed
+                    else f"SpielNetConfig.player_planes: the input is flat, it has no planes to swap; got {pair!r}"
+                )
+            object.__setattr__(self, "player_planes", tuple(pair))  # a list, as a config file gives it
 
 
 class SpielNet(nn.Module):
@@ -78,7 +98,14 @@ class SpielNet(nn.Module):
         if self.cfg.planes is None:
             h = self.trunk(torch.relu(self.stem(features)))
             return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
-        h = self.trunk(torch.relu(self.stem(features.reshape(-1, *self.cfg.planes))))
+        planes = features.reshape(-1, *self.cfg.planes)
+        if self.cfg.player_planes is not None:
+            first, second = self.cfg.player_planes
+            order = list(range(planes.shape[1]))
+            order[first], order[second] = second, first
+            second_moves = planes[:, -2, :1, :1].unsqueeze(1) > 0.5
+            planes = torch.where(second_moves, planes[:, order], planes)
+        h = self.trunk(torch.relu(self.stem(planes)))
         logits = self.policy(torch.relu(self.policy_conv(h)).flatten(1))
         pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
         return logits, torch.tanh(self.value(pooled)).squeeze(-1)
