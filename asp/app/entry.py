@@ -37,6 +37,9 @@ def main() -> None:
     """Run the command line with ``sys.argv`` and exit with its status."""
     code: int | None = None
     try:
+        from asp.util.memory import lean_heap
+
+        lean_heap()  # first: before torch's threads and allocations
         if not {"-h", "--help"} & set(sys.argv[1:]) and len(sys.argv) > 1:
             _import_torch()
         from asp.app.cli import main as command
