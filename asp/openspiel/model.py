@@ -55,20 +55,18 @@ class SpielNetConfig:
             channels, rows, columns = self.planes
             if channels * rows * columns != self.features:
                 raise ConfigError(f"SpielNetConfig.planes {self.planes} do not hold its {self.features} features")
-        if self.player_planes is not None:
-            pair = self.player_planes
-            observed = self.planes[0] - 2 if self.planes is not None else 0
-            if (
-                not isinstance(pair, (list, tuple))
-                or len(pair) != 2
-                or not all(type(plane) is int and 0 <= plane < observed for plane in pair)
-                or pair[0] == pair[1]
-            ):
+        pair = self.player_planes
+        if pair is not None:
+            if self.planes is None:
+                raise ConfigError(
+                    f"SpielNetConfig.player_planes: the input is flat, it has no planes to swap; got {pair!r}"
+                )
+            observed = self.planes[0] - 2
+            planes_ok = isinstance(pair, (list, tuple)) and len(pair) == 2 and pair[0] != pair[1]
+            if not planes_ok or not all(type(plane) is int and 0 <= plane < observed for plane in pair):
                 raise ConfigError(
                     f"SpielNetConfig.player_planes must be two different planes of the observation, "
                     f"0 to {observed - 1}, got {pair!r}"
-                    if observed
-                    else f"SpielNetConfig.player_planes: the input is flat, it has no planes to swap; got {pair!r}"
                 )
             object.__setattr__(self, "player_planes", tuple(pair))  # a list, as a config file gives it
 
@@ -92,6 +90,12 @@ class SpielNet(nn.Module):
         self.policy_conv = nn.Conv2d(width, 2, 1)
         self.policy = nn.Linear(2 * rows * columns, cfg.actions)
         self.value = nn.Sequential(nn.Linear(2 * width, 64), nn.ReLU(), nn.Linear(64, 1))
+        self.movers_order: list[int] | None = None
+        """The input's planes in the order the second player's positions are seen in."""
+        if cfg.player_planes is not None:
+            first, second = cfg.player_planes
+            self.movers_order = list(range(channels))
+            self.movers_order[first], self.movers_order[second] = second, first
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits, value)`` of shapes ``(B, actions)`` and ``(B,)``."""
@@ -99,12 +103,9 @@ class SpielNet(nn.Module):
             h = self.trunk(torch.relu(self.stem(features)))
             return self.policy(h), torch.tanh(self.value(h)).squeeze(-1)
         planes = features.reshape(-1, *self.cfg.planes)
-        if self.cfg.player_planes is not None:
-            first, second = self.cfg.player_planes
-            order = list(range(planes.shape[1]))
-            order[first], order[second] = second, first
+        if self.movers_order is not None:
             second_moves = planes[:, -2, :1, :1].unsqueeze(1) > 0.5
-            planes = torch.where(second_moves, planes[:, order], planes)
+            planes = torch.where(second_moves, planes[:, self.movers_order], planes)
         h = self.trunk(torch.relu(self.stem(planes)))
         logits = self.policy(torch.relu(self.policy_conv(h)).flatten(1))
         pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
