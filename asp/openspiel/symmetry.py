@@ -79,6 +79,7 @@ def symmetries_of(short_name: str, shape: tuple[int, int, int], actions: int) ->
     actions number ``actions`` (asp's forced pass among them, its own image); none for a game
     this module does not list."""
     _, rows, columns = shape
+    mirror = _cell_maps(rows, columns, ("mirror",))["mirror"]
 
     def on_cells(names: tuple[str, ...]) -> list[Symmetry]:
         listed = []
@@ -94,14 +95,12 @@ def symmetries_of(short_name: str, shape: tuple[int, int, int], actions: int) ->
         return listed
 
     if short_name == "connect_four":
-        where = _cell_maps(rows, columns, ("mirror",))["mirror"]
-        return [_symmetry("mirror", where, shape, actions, lambda a: columns - 1 - a if a < columns else a)]
+        return [_symmetry("mirror", mirror, shape, actions, lambda a: columns - 1 - a if a < columns else a)]
     if short_name == "tic_tac_toe":
         return on_cells(("mirror", "flip", "rotate180", "transpose", "antitranspose", "rotate90", "rotate270"))
     if short_name == "othello":
         return on_cells(("rotate180", "transpose", "antitranspose"))
     if short_name == "breakthrough":
-        where = _cell_maps(rows, columns, ("mirror",))["mirror"]
         directions, captures = 6, 2
         moves = rows * columns * directions * captures
 
@@ -114,5 +113,5 @@ def symmetries_of(short_name: str, shape: tuple[int, int, int], actions: int) ->
             side, sideways = divmod(direction, 3)  # sideways: 0 left, 1 ahead, 2 right
             return ((r * columns + columns - 1 - c) * directions + side * 3 + 2 - sideways) * captures + capture
 
-        return [_symmetry("mirror", where, shape, actions, mirrored)]
+        return [_symmetry("mirror", mirror, shape, actions, mirrored)]
     return []
