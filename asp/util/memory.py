@@ -28,7 +28,7 @@ def lean_heap() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL("libc.so.6")
+        libc = ctypes.CDLL(None)  # this process's own C library, as asp.util.die_with_parent opens it
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and bool(libc.mallopt(_M_ARENA_MAX, 2))
     except (OSError, AttributeError):
         return False
