@@ -2,7 +2,7 @@
 
 The public API; everything else is an implementation module. Every name is imported on first
 use: a program that needs none of those that need torch or structlog (``asp --help``) does
-not wait for them to load, and the ``asp`` command's handling of Ctrl-C (:mod:`asp.app.entry`)
+not wait for them to load, and the ``asp`` command's handling of Ctrl-C (:func:`asp.app.cli.script`)
 begins before any of asp's own imports.
 """
 

@@ -64,7 +64,7 @@ from torch import nn
 
 from asp.errors import AspError, IterationFailed, NotRetried, ShardFailed
 from asp.selfplay import SelfPlay, ShardResult
-from asp.selfplay.shards import collect_games
+from asp.selfplay.calls import collect_games
 from asp.util.checks import check_int
 from asp.util.cleanup import finish_in_thread, thread_call, wait_out
 

@@ -624,7 +624,7 @@ def test_eval_prints_a_score_and_an_elo_interval(overlapped: ResumeRuns, tmp_pat
 
 def test_asp_train_trains_tinychess_through_the_game_seam_and_always_searches() -> None:
     from asp.app.cli import _parser
-    from asp.app.commands.train_options import train_config
+    from asp.app.commands.train import train_config
     from asp.app.run_config import defaults_for
     from asp.errors import ConfigError
 

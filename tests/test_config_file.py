@@ -15,7 +15,7 @@ import pytest
 
 from asp.app.cli import _parser
 from asp.app.commands.train import run as train_command
-from asp.app.commands.train_options import train_config
+from asp.app.commands.train import train_config
 from asp.app.config_file import config_from_text, config_text, merged
 from asp.errors import ConfigError
 
@@ -58,7 +58,7 @@ def test_every_setting_round_trips_through_the_printed_config(
 def test_the_options_become_a_config_in_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before, each option was checked on a config of its own and the run built twice (the
     # file's, then the whole), the engine's config made five times.
-    import asp.app.commands.train_options as train_options
+    import asp.app.commands.train as train_command
     import asp.app.game_loader as game_loader
     import asp.app.game_run as game_run
     import asp.games.protocol as protocol
@@ -78,14 +78,14 @@ def test_the_options_become_a_config_in_one_pass(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(protocol, "engine_config", counted("engine_config", protocol.engine_config))
     (tmp_path / "run.toml").write_text("games = 7\n\n[eval_engine]\nskill = 2\n\n[train]\nlr = 0.01\n")
     options = ["--config", str(tmp_path / "run.toml"), "--iterations", "3", "--search", "4", "--device", "cpu"]
-    run, changes = train_options.train_config(_parser().parse_args(["train", *options, "--hidden", "64"]))
+    run, changes = train_command.train_config(_parser().parse_args(["train", *options, "--hidden", "64"]))
     cfg = run.cfg
     assert (cfg.games, cfg.iterations, cfg.search, cfg.network, cfg.train.lr) == (7, 3, 4, {"hidden": 64}, 0.01)
     assert run.cfg.eval_engine is not None and run.cfg.eval_engine["skill"] == 2
     assert counts == {"load_game": 1, "GameRun": 1, "engine_config": 1}
     assert sorted(changes) == ["iterations", "network", "search", "train"]
     with pytest.raises(ConfigError, match="^--search: GameRunConfig.search must be an int in 1..10000, got 20000$"):
-        train_options.train_config(_parser().parse_args(["train", *options, "--search", "20000"]))
+        train_command.train_config(_parser().parse_args(["train", *options, "--search", "20000"]))
 
 
 def test_the_file_sits_over_the_defaults_and_under_the_options(tmp_path: Path) -> None:

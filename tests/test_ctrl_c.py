@@ -46,11 +46,11 @@ class Job:
     def __init__(self, base: Path) -> None:
         self.base, self.run, self.tmp, self.out = base, base / "run", base / "tmp", base / "out.txt"
         self.tmp.mkdir()
-        # The console script's body (asp.app.entry), after a byte on a pipe that says Python
+        # The console script's body (asp.app.cli.script), after a byte on a pipe that says Python
         # has started and imported it: a signal during Python's own start-up is Python's, not
         # asp's, to print (asp's package and that module import nothing else).
         read, write = os.pipe()
-        code = f"import os; from asp.app.entry import main; os.write({write}, b'.'); os.close({write}); main()"
+        code = f"import os; from asp.app.cli import script; os.write({write}, b'.'); os.close({write}); script()"
         with open(self.out, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", code, *RUN, "--run-dir", str(self.run)],
@@ -125,8 +125,8 @@ class Trip:  # Ctrl-C, as the import of {module} begins
             os.kill(os.getpid(), signal.SIGINT)
 
 sys.meta_path.insert(0, Trip())
-from asp.app.entry import main
-main()
+from asp.app.cli import script
+script()
 """
 
 
@@ -176,7 +176,7 @@ from asp.app import cli
 cli.main = lambda: print("trained 2 iterations") or 0  # the command has done its work
 
 
-class Trip:  # Ctrl-C as entry flushes the command's output, after the command returned
+class Trip:  # Ctrl-C as the script flushes the command's output, after the command returned
     def __init__(self, stream):
         self.stream, self.tripped = stream, False
 
@@ -191,8 +191,8 @@ class Trip:  # Ctrl-C as entry flushes the command's output, after the command r
 
 
 sys.stdout = Trip(sys.stdout)
-from asp.app.entry import main
-main()
+from asp.app.cli import script
+script()
 """
 
 

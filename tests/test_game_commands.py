@@ -270,7 +270,7 @@ def test_a_record_replays_from_its_start_or_the_games_own(tmp_path: Path, capsys
 
 def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps_them() -> None:
     from asp.app.cli import _parser
-    from asp.app.commands.train_options import train_config
+    from asp.app.commands.train import train_config
 
     spec = "asp.tinychess.game:TinyChessGame"
     cfg = train_config(_parser().parse_args(["train", "--game", spec, "--device", "cpu"]))[0].cfg
@@ -286,7 +286,7 @@ def test_hidden_sets_the_width_of_any_games_network_and_a_config_file_may_set_it
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from asp.app.cli import _parser
-    from asp.app.commands.train_options import train_config
+    from asp.app.commands.train import train_config
     from asp.app.game_run import GameRun
     from asp.app.run_config import GameRunConfig
 
@@ -333,7 +333,7 @@ def test_runs_of_one_game_named_two_ways_play_each_other_and_another_game_is_ref
 
 def test_a_tinychess_game_run_may_evaluate_against_stockfish_and_keeps_its_settings() -> None:
     from asp.app.cli import _parser
-    from asp.app.commands.train_options import train_config
+    from asp.app.commands.train import train_config
     from asp.app.run_config import GameRunConfig
     from asp.tinychess.engine import EngineConfig
 

@@ -1,6 +1,6 @@
 """``python -m asp.app ARGS``: the ``asp`` command, as its console script runs it
-(:func:`asp.app.entry.main`)."""
+(:func:`asp.app.cli.script`)."""
 
-from asp.app.entry import main
+from asp.app.cli import script
 
-main()
+script()

@@ -3,9 +3,8 @@ is made of.
 
 * :mod:`asp.selfplay.coordinator`: :class:`SelfPlay`, the front: options, life cycle, ``play``
   and ``stream``;
-* :mod:`asp.selfplay.calls`: one call (a ``play`` or a ``stream``), its queue of shards and its
-  results;
-* :mod:`asp.selfplay.shards`: a call cut into shards of game ids, and the ids checked on return;
+* :mod:`asp.selfplay.calls`: one call (a ``play`` or a ``stream``): cut into shards of game
+  ids, its queue of shards, its results, and the ids checked on return;
 * :mod:`asp.selfplay.dispatch`: the one loop that hands free workers the shards of every call;
 * :mod:`asp.selfplay.running`: the shards running in the workers, and how each ends (settled,
   retried, stalled, timed out, cancelled);

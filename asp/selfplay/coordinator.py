@@ -60,10 +60,9 @@ from asp import backends
 from asp.backends.weights import WeightRef
 from asp.backends.worker import cfg_play, check_playable
 from asp.errors import ClosedError, ConfigError, LoopError
-from asp.selfplay.calls import Call, ShardResult
+from asp.selfplay.calls import Call, ShardResult, call_stats, collect_games, default_shard_games, plan_shards
 from asp.selfplay.dispatch import Dispatcher
 from asp.selfplay.running import Limits
-from asp.selfplay.shards import call_stats, collect_games, default_shard_games, plan_shards
 from asp.util.checks import SECONDS, check_cfg, check_int, check_number
 from asp.util.cleanup import finish
 from asp.util.cores import available_cores
@@ -193,7 +192,7 @@ class SelfPlay:
         """The stats of a call's ``records``: by this SelfPlay's ``summarise``, else by
         ``cfg.summarise`` when the cfg has one, else ``{"games": n}``; and the numeric
         ``shard_stats`` (of its :class:`ShardResult` s) that those lack, summed
-        (:func:`asp.selfplay.shards.call_stats`)."""
+        (:func:`asp.selfplay.calls.call_stats`)."""
         return call_stats(records, shard_stats, self._summary(cfg))
 
     def _summary(self, cfg: Any) -> Callable[[list[Any]], dict[str, Any]] | None:

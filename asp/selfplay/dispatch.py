@@ -28,10 +28,9 @@ from asp import progress
 from asp.backends.base import Backend, SlotState, WorkerLost
 from asp.backends.worker import ShardTask
 from asp.errors import AspError, ConfigError
-from asp.selfplay.calls import Call
+from asp.selfplay.calls import Call, Shard, take_batch
 from asp.selfplay.offers import FlightCounts, plan_offers
 from asp.selfplay.running import Flight, Flights, Limits
-from asp.selfplay.shards import Shard, take_batch
 from asp.util.cleanup import finish
 
 __all__ = ["Dispatcher"]

@@ -28,8 +28,7 @@ from typing import Any
 from asp import progress
 from asp.backends.base import Backend, SlotState, UnreadableResult, WorkerLost, remote_traceback
 from asp.errors import AspError, NotRetried, ShardCancelled, ShardFailed
-from asp.selfplay.calls import Call, ShardResult
-from asp.selfplay.shards import Shard, id_mismatch
+from asp.selfplay.calls import Call, Shard, ShardResult, id_mismatch
 
 __all__ = ["Flight", "Flights", "Limits"]
 

@@ -6,7 +6,7 @@ before its initializer could ignore the signal; and numpy swallows one raised in
 initialisation, leaving a module half made. A signal blocked meanwhile waits instead: the
 child's initializer drops it (:func:`ignore_ctrl_c`), and this process gets it once the
 block ends. This module imports nothing else of asp, nor torch: the ``asp`` command uses it
-before either is loaded (:mod:`asp.app.entry`).
+before either is loaded (:func:`asp.app.cli.script`).
 """
 
 from __future__ import annotations
