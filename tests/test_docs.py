@@ -116,3 +116,19 @@ def test_the_walk_of_one_game_starts_at_the_console_script_and_follows_the_impor
     assert [step for step in steps if step not in reach] == [], "modules of the walk that asp does not have"
     unreached = [step for i, step in enumerate(steps[1:], 1) if not any(step in reach[s] for s in steps[:i])]
     assert unreached == [], "modules of the walk that no module before them imports"
+
+
+def test_the_tree_in_the_design_names_the_modules_and_packages_asp_has() -> None:
+    # Before, docs/design.md's tree named selfplay.py, flights.py and shield.py at asp's root,
+    # long since moved into packages or renamed, and left out asp.util.
+    text = (DOCS / "design.md").read_text(encoding="utf-8")
+    tree = text[text.index("```text\nasp/\n") :].split("```")[1]
+    asp = ROOT / "asp"
+    files = {path.name for path in asp.rglob("*.py")}
+    folders = {path.name for path in asp.rglob("*") if path.is_dir() and path.name != "__pycache__"}
+    named_files = set(re.findall(r"\b(\w+\.py)\b", tree))
+    named_folders = set(re.findall(r"\b(\w+)/(?![\w])", tree)) - {"asp", "benchmarks", "docs", "examples", "tests"}
+    assert sorted(named_files - files) == [] and sorted(named_folders - folders) == []
+    root = {path.name for path in asp.iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    unnamed = sorted(name for name in root if name not in named_files and name not in named_folders)
+    assert unnamed == [], "modules and packages at asp's root that the tree leaves out"
