@@ -138,7 +138,7 @@ def script() -> None:
 
 def _quiet_from_now(status: int) -> None:
     """Flush the command's output, then let a Ctrl-C end the process at once with ``status``.
-    Called inside :func:`main`'s ``try``: a Ctrl-C between the command's return and the new
+    Called inside :func:`script`'s ``try``: a Ctrl-C between the command's return and the new
     handler is caught there, not printed as a traceback with status -2."""
     sys.stdout.flush()
     sys.stderr.flush()
