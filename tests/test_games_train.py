@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
 from asp.games.protocol import unpacked
 from asp.games.records import MODEL, Samples
-from asp.games.train import make_samples, merged
+from asp.games.train import TrainSamples, _concat, make_samples, merged
 from asp.search import SearchConfig
 
 GAME = ConnectFour()
@@ -217,6 +218,55 @@ def test_repeated_positions_train_once_with_their_targets_averaged() -> None:
     assert once.legal_flat[: int(once.legal_start[1])].tolist() == list(range(7))
     trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", merge_repeats=True))
     assert trainer.train(records)["train/replay_samples"] == len(once)
+
+
+def _window(parts: int, rows: int, *, seed: int) -> list[TrainSamples]:
+    """``parts`` parts of ``rows`` samples of 4-byte positions, one in three a repeat of a
+    position of any part (the same legal actions), 1 to 40 legal actions each."""
+    rng = np.random.default_rng(seed)
+    pool = [(rng.integers(0, 255, 4, dtype=np.uint8), rng.permutation(64)[: rng.integers(1, 41)]) for _ in range(rows)]
+    window = []
+    for _ in range(parts):
+        drawn = [pool[int(rng.integers(len(pool)))] if rng.random() < 1 / 3 else
+                 (rng.integers(0, 255, 4, dtype=np.uint8), rng.permutation(64)[: rng.integers(1, 41)])
+                 for _ in range(rows)]  # fmt: skip
+        counts = torch.tensor([len(legal) for _, legal in drawn])
+        start = torch.zeros(rows + 1, dtype=torch.int64)
+        torch.cumsum(counts, 0, out=start[1:])
+        window.append(TrainSamples(
+            features=torch.from_numpy(np.stack([features for features, _ in drawn])),
+            legal_flat=torch.from_numpy(np.concatenate([legal for _, legal in drawn]).astype(np.int64)),
+            legal_start=start,
+            targets=torch.from_numpy(rng.random(int(start[-1]), dtype=np.float32)),
+            z=torch.from_numpy(rng.uniform(-1, 1, rows).astype(np.float32)),
+            versions=torch.from_numpy(rng.integers(0, 9, rows)),
+        ))  # fmt: skip
+    return window
+
+
+def test_a_window_merged_part_by_part_is_its_concatenation_merged() -> None:
+    for seed in range(5):
+        window = _window(1 + seed % 4, 50, seed=seed)
+        once = merged(*window)
+        whole = merged(_concat(window))
+        assert len(once) < sum(len(part) for part in window)
+        for name in TrainSamples.__dataclass_fields__:
+            assert torch.equal(getattr(once, name), getattr(whole, name)), name
+
+
+def test_merging_a_window_takes_little_memory_beyond_its_result() -> None:
+    window = _window(4, 5000, seed=0)
+    size = sum(sum(t.numel() * t.element_size() for t in part.state().values()) for part in window)
+    tracemalloc.start()
+    try:
+        once = merged(*window)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    made = sum(t.numel() * t.element_size() for t in once.state().values())
+    # beside the result, a few ints a sample (the positions' keys and groups): merging the
+    # window's concatenation took the window's size again, and 2.8 times it on top
+    assert peak - made < size, (peak, made, size)
 
 
 def test_the_learning_rate_falls_along_a_half_cosine_over_the_calls_planned() -> None:

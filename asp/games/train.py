@@ -220,10 +220,12 @@ def _concat(parts: Sequence[TrainSamples]) -> TrainSamples:
     )
 
 
-def merged(samples: TrainSamples) -> TrainSamples:
-    """``samples`` with each repeated position (the same encoding and legal actions) once, in
-    order of first appearance: its policy target and result the mean of its repeats', its
-    version the newest.
+def merged(*parts: TrainSamples) -> TrainSamples:
+    """The samples of ``parts`` (one at least) with each repeated position (the same encoding
+    and legal actions) once, in order of first appearance: its policy target and result the
+    mean of its repeats', its version the newest. Built part by part into arrays of the
+    result's size: beside the parts and the result, it holds a few ints a sample and one a
+    legal action of each repeat.
 
     >>> rows = TrainSamples(torch.tensor([[1.0], [2.0], [1.0]]), torch.tensor([0, 1, 0, 1, 0, 1]),
     ...     torch.tensor([0, 2, 4, 6]), torch.tensor([1.0, 0.0, 0.5, 0.5, 0.0, 1.0]),
@@ -232,41 +234,66 @@ def merged(samples: TrainSamples) -> TrainSamples:
     >>> once.features.flatten().tolist(), once.targets.tolist(), once.z.tolist(), once.versions.tolist()
     ([1.0, 2.0], [0.5, 0.5, 0.5, 0.5], [0.5, 0.0], [5, 4])
     """
-    n = len(samples)
-    if n == 0:
-        return samples
-    counts = (samples.legal_start[1:] - samples.legal_start[:-1]).numpy()
-    rows = np.concatenate([samples.features.reshape(n, -1).numpy().view(np.uint8).reshape(n, -1),
-                           counts.astype(np.int64).view(np.uint8).reshape(n, -1)], axis=1)  # fmt: skip
-    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # the groups in order of first appearance
-    group = np.empty(len(order), dtype=np.int64)
-    group[order] = np.arange(len(order))
-    group = group[inverse.ravel()]  # each sample's group
-    keep = first[order]  # each group's first sample
-    size = np.bincount(group, minlength=len(keep)).astype(np.float32)
-    start = np.zeros(len(keep) + 1, dtype=np.int64)
-    np.cumsum(counts[keep], out=start[1:])
-    # each sample's targets added into its group's, action by action: repeats list their actions alike
-    owner = np.repeat(np.arange(n), counts)
-    slot = start[group[owner]] + np.arange(len(owner)) - samples.legal_start[:-1].numpy()[owner]
-    targets = np.zeros(start[-1], dtype=np.float32)
-    np.add.at(targets, slot, samples.targets.numpy())
-    targets /= np.repeat(size, counts[keep])
-    legal = np.zeros(start[-1], dtype=np.int64)
-    firsts = np.isin(owner, keep)
-    legal[slot[firsts]] = samples.legal_flat.numpy()[firsts]
-    versions = np.zeros(len(keep), dtype=np.int64)
-    np.maximum.at(versions, group, samples.versions.numpy())
+    if not any(len(p) for p in parts):
+        return parts[0]
+    parts = tuple(p for p in parts if len(p))
+    counts = [(p.legal_start[1:] - p.legal_start[:-1]).numpy().astype(np.int64) for p in parts]
+    group, keep = _groups(parts, counts)
+    kept_counts = np.concatenate(counts)[keep]
+    start = np.zeros(len(kept_counts) + 1, dtype=np.int64)
+    np.cumsum(kept_counts, out=start[1:])
+    features = np.empty((len(kept_counts), *parts[0].features.shape[1:]), dtype=parts[0].features.numpy().dtype)
+    legal = np.empty(start[-1], dtype=parts[0].legal_flat.numpy().dtype)
+    targets = np.empty(start[-1], dtype=np.float32)
+    row = action = offset = 0
+    for part, count in zip(parts, counts, strict=True):  # the first of each group, as it is
+        firsts = keep[offset : offset + len(part)]
+        actions = np.repeat(firsts, count)
+        rows, width = int(firsts.sum()), int(actions.sum())
+        np.compress(firsts, part.features.numpy(), axis=0, out=features[row : row + rows])
+        np.compress(actions, part.legal_flat.numpy(), out=legal[action : action + width])
+        np.compress(actions, part.targets.numpy(), out=targets[action : action + width])
+        row, action, offset = row + rows, action + width, offset + len(part)
+    offset = 0
+    for part, count in zip(parts, counts, strict=True):  # each repeat's targets added to its group's,
+        # action by action: repeats list their actions alike
+        repeats = np.flatnonzero(~keep[offset : offset + len(part)])
+        widths = count[repeats]
+        owner = np.repeat(np.arange(len(repeats)), widths)
+        within = np.arange(len(owner)) - np.repeat(np.cumsum(widths) - widths, widths)
+        source = part.legal_start.numpy()[repeats][owner] + within
+        np.add.at(targets, start[group[offset + repeats]][owner] + within, part.targets.numpy()[source])
+        offset += len(part)
+    size = np.bincount(group, minlength=len(kept_counts)).astype(np.float32)
+    targets /= np.repeat(size, kept_counts)
+    z = np.bincount(group, np.concatenate([p.z.numpy() for p in parts]), len(kept_counts)) / size
+    versions = np.zeros(len(kept_counts), dtype=np.int64)
+    np.maximum.at(versions, group, np.concatenate([p.versions.numpy() for p in parts]))
     return TrainSamples(
-        features=samples.features[torch.from_numpy(keep)],
+        features=torch.from_numpy(features),
         legal_flat=torch.from_numpy(legal),
         legal_start=torch.from_numpy(start),
         targets=torch.from_numpy(targets),
-        z=torch.from_numpy((np.bincount(group, samples.z.numpy(), len(keep)) / size).astype(np.float32)),
+        z=torch.from_numpy(z.astype(np.float32)),
         versions=torch.from_numpy(versions),
     )
+
+
+def _groups(parts: Sequence[TrainSamples], counts: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's group (the samples of one encoding and number of legal actions), numbered
+    in order of first appearance, and whether the sample is its group's first."""
+    keys = []
+    for part, count in zip(parts, counts, strict=True):
+        n = len(part)
+        rows = np.concatenate([part.features.reshape(n, -1).numpy().view(np.uint8).reshape(n, -1),
+                               count.view(np.uint8).reshape(n, -1)], axis=1)  # fmt: skip
+        keys.append(np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel())
+    _, first, inverse = np.unique(np.concatenate(keys), return_index=True, return_inverse=True)
+    number = np.empty(len(first), dtype=np.int64)
+    number[np.argsort(first)] = np.arange(len(first))
+    keep = np.zeros(len(inverse), dtype=bool)
+    keep[first] = True
+    return number[inverse.ravel()], keep
 
 
 def pick_device(name: str = "auto") -> torch.device:
@@ -333,9 +360,7 @@ class Trainer:
         self.calls += 1
         fresh = make_samples(records, self.cfg)
         self.window.append(fresh)
-        samples = _concat(list(self.window))
-        if self.cfg.merge_repeats:
-            samples = merged(samples)
+        samples = merged(*self.window) if self.cfg.merge_repeats else _concat(list(self.window))
         totals: dict[str, float] = {}
         steps = 0
         if len(samples):
