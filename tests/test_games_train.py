@@ -17,7 +17,8 @@ from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
 from asp.games.protocol import unpacked
 from asp.games.records import MODEL, Samples
-from asp.games.train import TrainSamples, _concat, make_samples, merged
+from asp.games import train as train_module
+from asp.games.train import TrainSamples, _concat, _gathered, make_samples, merged
 from asp.search import SearchConfig
 
 GAME = ConnectFour()
@@ -267,6 +268,33 @@ def test_merging_a_window_takes_little_memory_beyond_its_result() -> None:
     # beside the result, a few ints a sample (the positions' keys and groups): merging the
     # window's concatenation took the window's size again, and 2.8 times it on top
     assert peak - made < size, (peak, made, size)
+
+
+def test_a_batch_drawn_from_the_window_s_parts_is_the_batch_of_their_concatenation() -> None:
+    window = [make_samples(self_play(2, seed=seed)) for seed in range(3)]
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu"))  # its symmetry drawn for each row
+    rows = random.Random(0).sample(range(sum(len(part) for part in window)), 50)
+    trainer.rng.seed(1)
+    drawn = trainer._batch(*_gathered(window, rows))
+    trainer.rng.seed(1)
+    whole = trainer._batch(_concat(window), rows)
+    assert all(torch.equal(a, b) for a, b in zip(drawn, whole, strict=True))
+
+
+def test_training_never_copies_the_whole_replay_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    copied: list[int] = []
+
+    def concat(parts: list[TrainSamples]) -> TrainSamples:
+        copied.append(sum(len(part) for part in parts))
+        return _concat(parts)
+
+    monkeypatch.setattr(train_module, "_concat", concat)
+    records = self_play(4)
+    trainer = Trainer(GAME.network(), GAME, TrainConfig(device="cpu", replay=3, batch_size=16))
+    for _ in range(3):
+        metrics = trainer.train(records)
+    assert metrics["train/replay_samples"] == 3 * len(make_samples(records)) > 16
+    assert copied and max(copied) <= 16  # the rows of a batch, never the window's
 
 
 def test_the_learning_rate_falls_along_a_half_cosine_over_the_calls_planned() -> None:

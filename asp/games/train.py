@@ -220,6 +220,34 @@ def _concat(parts: Sequence[TrainSamples]) -> TrainSamples:
     )
 
 
+def _gathered(parts: Sequence[TrainSamples], rows: list[int]) -> tuple[TrainSamples, list[int]]:
+    """The samples ``rows`` of ``parts`` taken as one (their rows in order), as samples and
+    rows within them: ``parts[0]`` and ``rows`` where there is one part, else a copy of just
+    those rows, grouped by part, and where each row went."""
+    if len(parts) == 1:
+        return parts[0], rows
+    ends = np.cumsum([len(part) for part in parts])
+    index = np.asarray(rows, dtype=np.int64)
+    owner = np.searchsorted(ends, index, side="right")
+    order = np.argsort(owner, kind="stable")
+    pieces = [_taken(parts[k], index[owner == k] - (ends[k] - len(parts[k]))) for k in np.unique(owner)]
+    place = np.empty(len(rows), dtype=np.int64)
+    place[order] = np.arange(len(rows))
+    return _concat(pieces), place.tolist()
+
+
+def _taken(part: TrainSamples, rows: np.ndarray) -> TrainSamples:
+    """The samples ``rows`` of ``part``, in that order."""
+    index = torch.from_numpy(rows)
+    first = part.legal_start[index]
+    counts = part.legal_start[index + 1] - first
+    start = torch.zeros(len(rows) + 1, dtype=torch.int64)
+    torch.cumsum(counts, 0, out=start[1:])
+    position = torch.repeat_interleave(first - start[:-1], counts) + torch.arange(int(start[-1]))
+    return TrainSamples(part.features[index], part.legal_flat[position], start, part.targets[position],
+                        part.z[index], part.versions[index])  # fmt: skip
+
+
 def merged(*parts: TrainSamples) -> TrainSamples:
     """The samples of ``parts`` (one at least) with each repeated position (the same encoding
     and legal actions) once, in order of first appearance: its policy target and result the
@@ -360,28 +388,33 @@ class Trainer:
         self.calls += 1
         fresh = make_samples(records, self.cfg)
         self.window.append(fresh)
-        samples = merged(*self.window) if self.cfg.merge_repeats else _concat(list(self.window))
+        # The window's parts as they are: training draws its batches from them, never from a
+        # copy of the whole window (merged: one part, made anew).
+        parts = [merged(*self.window)] if self.cfg.merge_repeats else list(self.window)
+        size = sum(len(part) for part in parts)
         totals: dict[str, float] = {}
         steps = 0
-        if len(samples):
+        if size:
             self.model.train()
             try:
-                order = list(range(len(samples)))
+                order = list(range(size))
                 for _ in range(self.cfg.epochs):
                     self.rng.shuffle(order)
                     for start in range(0, len(order), self.cfg.batch_size):
-                        for key, value in self._step(samples, order[start : start + self.cfg.batch_size]).items():
+                        batch = _gathered(parts, order[start : start + self.cfg.batch_size])
+                        for key, value in self._step(*batch).items():
                             totals[key] = totals.get(key, 0.0) + value
                         steps += 1
             finally:
                 self.model.eval()
         self.steps += steps
         metrics: dict[str, Any] = {key: value / steps for key, value in totals.items()}
-        newest = int(samples.versions.max()) if len(samples) else 0
+        versions = torch.cat([part.versions for part in parts])
+        newest = int(versions.max()) if size else 0
         metrics.update({
             "train/samples": len(fresh),
-            "train/replay_samples": len(samples),
-            "train/staleness_mean": float((newest - samples.versions).float().mean()) if len(samples) else 0.0,
+            "train/replay_samples": size,
+            "train/staleness_mean": float((newest - versions).float().mean()) if size else 0.0,
             "train/steps": steps,
             "train/lr": lr,
             "train/seconds": time.perf_counter() - started,
