@@ -296,13 +296,14 @@ class TinyChessGame:
         return {"greedy": GreedyChessMover(), "material2": MaterialSearchMover()}
 
     def run_defaults(self) -> dict[str, Any]:
-        """``asp train``'s settings for chess: games of 200 plies at most, 8 simulations a move
-        in self-play, an evaluation every 10 iterations, batches of 1024, and a value that
-        learns the material (:meth:`heuristic`) besides the result, discounted.
+        """``asp train``'s settings for chess: 24 iterations, games of 200 plies at most, 8
+        simulations a move in self-play, one evaluation, after the last iteration, batches of
+        1024, and a value that learns the material (:meth:`heuristic`) besides the result,
+        discounted.
         ``benchmarks/bench_learning.py`` measures each setting against the run without it."""
         train = {"batch_size": 1024, "value_coef": 0.5, "outcome_gamma": 0.95,
                  "heuristic_weight": 0.05, "heuristic_gamma": 0.95}  # fmt: skip
-        return {"games": 160, "max_plies": 200, "search": 8, "eval_every": 10, "train": train}
+        return {"iterations": 24, "games": 160, "max_plies": 200, "search": 8, "eval_every": 24, "train": train}
 
     engines = ENGINES
     """This game's outside opponents: ``stockfish`` (the default), and ``uci``, any UCI engine."""
