@@ -218,7 +218,8 @@ async def scenario(selfplay: SelfPlay, planned: list[Planned], kill_at: float | 
         # a started worker: three deaths in a row while starting make a slot hopeless, by design
         started = [p for slot, p in enumerate(selfplay.pids) if p is not None and selfplay._backend.ready(slot)]
         if started:
-            os.kill(random.choice(started), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # dead and reaped since the list was read
+                os.kill(random.choice(started), signal.SIGKILL)
 
     chaos = [cancel(t, p.cancel_after) for t, p in zip(tasks, planned, strict=True) if p.cancel_after is not None]
     if kill_at is not None:

@@ -631,7 +631,8 @@ def test_asp_train_trains_tinychess_through_the_game_seam_and_always_searches() 
     run, changes = train_config(_parser().parse_args(["train"]))
     cfg = run.cfg
     assert changes == {} and cfg == defaults_for("tinychess")
-    assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.search, cfg.eval_search, cfg.eval_every) == (24, 160, 200, 8, 64, 24)
+    assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.search) == (24, 160, 200, 8)
+    assert (cfg.eval_search, cfg.eval_every) == (64, 24)
     assert train_config(_parser().parse_args(["train", "--eval-search", "0"]))[0].search_cfg(sampling=False) is None
     for options, words in ((["--policy-only"], "asp train always searches"), (["--search", "0"], "1..10000")):
         with pytest.raises(ConfigError, match=words):

@@ -93,7 +93,7 @@ def test_the_file_sits_over_the_defaults_and_under_the_options(tmp_path: Path) -
     file.write_text("games = 7\neval_games = 40\n\n[train]\nlr = 0.01\nreplay = 2\n")
     cfg = config("--config", str(file), "--games", "9")
     assert (cfg.games, cfg.eval_games, cfg.train.lr, cfg.train.replay) == (9, 40, 0.01, 2)
-    assert (cfg.iterations, cfg.train.batch_size) == (20, 1024)  # TinyChess's defaults where the file is silent
+    assert (cfg.iterations, cfg.train.batch_size) == (24, 1024)  # TinyChess's defaults where the file is silent
     file.write_text('game = "connect4"\n[train]\nsymmetries = false\n')
     cfg = config("--config", str(file))
     # Connect Four's defaults where the file is silent

@@ -15,9 +15,9 @@ from asp.connect4 import ConnectFour
 from asp.connect4.game import mirror_features
 from asp.errors import ConfigError
 from asp.games import PlayConfig, Record, TrainConfig, Trainer, play_games
+from asp.games import train as train_module
 from asp.games.protocol import unpacked
 from asp.games.records import MODEL, Samples
-from asp.games import train as train_module
 from asp.games.train import TrainSamples, _concat, _gathered, make_samples, merged
 from asp.search import SearchConfig
 

@@ -70,7 +70,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
         "(an asp.games.Game class or object; the current directory is importable)",
     )
     train.add_argument(
-        "--iterations", type=int, help="iterations to train (default 20; Connect Four: 19; other games: 20)"
+        "--iterations", type=int, help="iterations to train (default 24; Connect Four: 19; other games: 20)"
     )
     train.add_argument("--games", type=int, help="self-play games per iteration (default 160; other games: 200)")
     train.add_argument("--seed", type=int, help="seed of model, games and trainer (default 0)")
@@ -78,7 +78,7 @@ def add_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--eval-every",
         type=int,
-        help="evaluate every N iterations, and after the last (default 10; Connect Four: 19; other games: 4)",
+        help="evaluate every N iterations, and after the last (default 24; Connect Four: 19; other games: 4)",
     )
     train.add_argument(
         "--eval-games",
