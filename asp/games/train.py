@@ -239,13 +239,20 @@ def _gathered(parts: Sequence[TrainSamples], rows: list[int]) -> tuple[TrainSamp
 def _taken(part: TrainSamples, rows: np.ndarray) -> TrainSamples:
     """The samples ``rows`` of ``part``, in that order."""
     index = torch.from_numpy(rows)
-    first = part.legal_start[index]
-    counts = part.legal_start[index + 1] - first
+    counts = part.legal_start[index + 1] - part.legal_start[index]
     start = torch.zeros(len(rows) + 1, dtype=torch.int64)
     torch.cumsum(counts, 0, out=start[1:])
-    position = torch.repeat_interleave(first - start[:-1], counts) + torch.arange(int(start[-1]))
+    position = torch.from_numpy(_actions_of(part.legal_start.numpy(), rows))
     return TrainSamples(part.features[index], part.legal_flat[position], start, part.targets[position],
                         part.z[index], part.versions[index])  # fmt: skip
+
+
+def _actions_of(legal_start: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Where the legal actions of the samples ``rows`` lie in the flat arrays that
+    ``legal_start`` cuts (``legal_flat``, ``targets``): row after row, each row's in order."""
+    first = legal_start[rows]
+    counts = legal_start[rows + 1] - first
+    return np.repeat(first - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
 
 
 def merged(*parts: TrainSamples) -> TrainSamples:
@@ -283,14 +290,10 @@ def merged(*parts: TrainSamples) -> TrainSamples:
         np.compress(actions, part.targets.numpy(), out=targets[action : action + width])
         row, action, offset = row + rows, action + width, offset + len(part)
     offset = 0
-    for part, count in zip(parts, counts, strict=True):  # each repeat's targets added to its group's,
-        # action by action: repeats list their actions alike
+    for part in parts:  # each repeat's targets added to its group's, action by action: repeats list their actions alike
         repeats = np.flatnonzero(~keep[offset : offset + len(part)])
-        widths = count[repeats]
-        owner = np.repeat(np.arange(len(repeats)), widths)
-        within = np.arange(len(owner)) - np.repeat(np.cumsum(widths) - widths, widths)
-        source = part.legal_start.numpy()[repeats][owner] + within
-        np.add.at(targets, start[group[offset + repeats]][owner] + within, part.targets.numpy()[source])
+        source = _actions_of(part.legal_start.numpy(), repeats)
+        np.add.at(targets, _actions_of(start, group[offset + repeats]), part.targets.numpy()[source])
         offset += len(part)
     size = np.bincount(group, minlength=len(kept_counts)).astype(np.float32)
     targets /= np.repeat(size, kept_counts)
