@@ -70,7 +70,7 @@ from asp.app.config_file import config_text
 from asp.app.evaluation.elo import match_result_of
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import kept_versions, run_from_checkpoint, version_path
+from asp.app.run.directory import kept_versions, run_from_checkpoint, version_path
 from asp.connect4.rules import Board, from_columns, winning_columns
 from asp.games import PlayConfig
 from asp.games.movers import BaseMover

@@ -34,7 +34,7 @@ import torch
 
 from asp.app.game_loader import load_game
 from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import run_config_of, run_from_checkpoint
+from asp.app.run.directory import run_config_of, run_from_checkpoint
 from asp.app.run_config import GameRunConfig
 from asp.games import MODEL, PlayConfig, Record, play_games
 from asp.games.movers import movers_of

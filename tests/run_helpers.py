@@ -13,7 +13,7 @@ import torch
 
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import checkpoint_state, kept_version_state, write_checkpoint
+from asp.app.run.directory import checkpoint_state, kept_version_state, write_checkpoint
 from asp.app.run_config import GameRunConfig, defaults_for
 from asp.games import PlayConfig, Trainer, play_games
 from asp.tinychess.game import TinyChessGame

@@ -18,7 +18,7 @@ from run_helpers import tiny_config, tiny_run_checkpoint, trained
 
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import (
+from asp.app.run.directory import (
     CHECKPOINT,
     RunError,
     checkpoint_state,

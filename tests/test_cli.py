@@ -39,7 +39,7 @@ from helpers import (
 )
 from run_helpers import TINY_TRAIN, read_checkpoint, read_metrics
 
-from asp.app.run.checkpoint import kept_versions, load_checkpoint
+from asp.app.run.directory import kept_versions, load_checkpoint
 from asp.app.run_config import GameRunConfig
 
 GAMES = ("--games", "8")

@@ -23,7 +23,7 @@ from helpers import asp, output_of, poll_until, start
 from run_helpers import untrained_state
 
 from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import CHECKPOINT
+from asp.app.run.directory import CHECKPOINT
 from asp.app.run_config import defaults_for
 from asp.tinychess.game import TinyChessGame
 from asp.util.atomic import save_atomic

@@ -20,7 +20,7 @@ from run_helpers import read_metrics, untrained_state
 
 from asp.app.cli import main
 from asp.app.evaluation.elo import match_result
-from asp.app.run.checkpoint import CHECKPOINT
+from asp.app.run.directory import CHECKPOINT
 from asp.app.run_config import defaults_for
 from asp.util.atomic import save_atomic
 

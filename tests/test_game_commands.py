@@ -20,7 +20,7 @@ from helpers import asp, assert_pgn_extract_accepts, ok, pgn_games, read_scalars
 from run_helpers import kept_checkpoint, read_metrics, tiny_config
 
 from asp.app.cli import main
-from asp.app.run.checkpoint import GAME_FORMAT, load_checkpoint, run_from_checkpoint
+from asp.app.run.directory import GAME_FORMAT, load_checkpoint, run_from_checkpoint
 from asp.connect4.model import C4Config
 from asp.tinychess.game import TinyChessGame
 

@@ -12,7 +12,7 @@ from run_helpers import kept_checkpoint, tiny_config, trained
 
 from asp.app.cli import main
 from asp.app.commands.moves import LINE_LIMIT, read_positions
-from asp.app.run.checkpoint import checkpoint_state, write_checkpoint
+from asp.app.run.directory import checkpoint_state, write_checkpoint
 from asp.app.run_config import defaults_for
 
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8#

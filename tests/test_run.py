@@ -25,16 +25,15 @@ import pytest
 from run_helpers import tiny_config, tiny_run_checkpoint
 
 import asp.app.loop_watch
-import asp.app.run.checkpoint
 import asp.app.run.curves
+import asp.app.run.directory
 import asp.app.session
 from asp.app.evaluation.matches import endings
 from asp.app.game_run import GameRun
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import RunError, load_checkpoint
 from asp.app.run.curves import plot_curves
-from asp.app.run.writer import Writer
-from asp.app.session import train_session
+from asp.app.run.directory import RunError, load_checkpoint
+from asp.app.session import Writer, train_session
 from asp.games import MODEL, Record, Trainer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -276,7 +275,7 @@ async def test_the_session_writes_checkpoints_and_curves_while_its_event_loop_ke
 
         return timed_call
 
-    monkeypatch.setattr(asp.app.run.checkpoint, "save_atomic", timed("checkpoint", asp.app.run.checkpoint.save_atomic))
+    monkeypatch.setattr(asp.app.run.directory, "save_atomic", timed("checkpoint", asp.app.run.directory.save_atomic))
     monkeypatch.setattr(asp.app.session, "checkpoint_state", timed("copy", asp.app.session.checkpoint_state))
     call = Writer.call
 

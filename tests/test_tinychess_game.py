@@ -226,7 +226,7 @@ def test_a_game_run_plays_the_greedy_mover_and_its_past_versions_from_the_openin
 
 
 def test_a_game_run_writes_its_games_as_pgn_beside_the_json_lines(tmp_path: Path, pgn_extract: str) -> None:
-    from asp.app.games_file import write_records
+    from asp.app.game_run import write_records
 
     start = GAME.start()
     mated = Record(7, GAME.state_text(start), [], 0.0, "rules", MODEL, OPPONENT, 2, opponent_name="greedy")

@@ -21,7 +21,7 @@ from run_helpers import tiny_config, trained
 
 from asp.app.cli import main
 from asp.app.game_run import GameRun
-from asp.app.run.checkpoint import CHECKPOINT, checkpoint_state, kept_version_state, version_path, write_checkpoint
+from asp.app.run.directory import CHECKPOINT, checkpoint_state, kept_version_state, version_path, write_checkpoint
 from asp.app.run_config import GameRunConfig
 from asp.games import TrainConfig, Trainer
 

@@ -1,4 +1,4 @@
-"""The writer of games and curves is replaced when it dies (``asp.app.run.writer``), in a run too."""
+"""The writer of games and curves is replaced when it dies (``asp.app.session``), in a run too."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from helpers import RUN_LIMIT, poll_until, start, survivors
 from run_helpers import TINY_TRAIN, read_metrics
 from structlog.testing import capture_logs
 
-from asp.app.run.writer import Writer, _death_of
+from asp.app.session import Writer, _death_of
 
 
 def _sleep_forever() -> None:

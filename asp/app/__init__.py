@@ -6,7 +6,8 @@
   game and the run's config), built once by a command and passed on;
 * :mod:`asp.app.player`: :class:`~asp.app.player.Player`, a run's model as it plays to win,
   from Python (``Player.load(RUN).move(state)``);
-* :mod:`asp.app.session`: the training session behind ``asp train``;
+* :mod:`asp.app.session`: the training session behind ``asp train``, and the process that
+  writes its games;
 * :mod:`asp.app.run`: the run directory (checkpoint, kept versions, metrics, curves, lock);
 * :mod:`asp.app.evaluation`: matches, their scores and Elo, the rating ladder.
 

@@ -54,7 +54,7 @@ class Player:
         :raises RunError: no checkpoint there, or one that does not load.
         :raises ConfigError: a game outside asp not trusted, or ``simulations`` out of range.
         """
-        from asp.app.run.checkpoint import run_from_checkpoint
+        from asp.app.run.directory import run_from_checkpoint
 
         if simulations is not None:
             check_int("Player.load simulations", simulations, 0, 10_000)

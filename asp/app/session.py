@@ -5,19 +5,35 @@ evaluates, and after every iteration writes the iteration's games, the curves, a
 line and an atomic checkpoint. What depends on the game (its network, trainer, evaluations
 and games file) comes from the run's :class:`~asp.app.game_run.GameRun`, built once by
 the command and passed on.
+
+The games files and the curves are written by a :class:`Writer`, a process of its own,
+replaced when it dies. PGN export and the curves are pure-Python CPU work: in a thread of the
+coordinator they would hold the GIL for long stretches while the workers and the trainer keep
+the cores busy, and the event loop would stall as long; in a spawn process of their own they
+do not touch it. That process must not be a single point of failure: when it dies (the OOM
+killer, a SIGKILL), :meth:`Writer.call` logs ``writer_replaced`` with its pid and the reason,
+starts another and runs the call again. Every call must therefore be idempotent (the run's
+files are written by atomic rename: a second write replaces the first whole).
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import copy
 import functools
 import gc
+import math
+import multiprocessing
+import os
+import signal
+import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
 
 import structlog
 import torch
@@ -27,7 +43,8 @@ from asp.app.evaluation.ladder import ladder_metrics, past_versions
 from asp.app.game_run import GameRun
 from asp.app.loop_watch import LoopWatch
 from asp.app.run import RunDir
-from asp.app.run.checkpoint import (
+from asp.app.run.curves import plot_history
+from asp.app.run.directory import (
     Restored,
     RunError,
     checkpoint_state,
@@ -36,17 +53,16 @@ from asp.app.run.checkpoint import (
     run_from_checkpoint,
     version_path,
 )
-from asp.app.run.curves import plot_history
-from asp.app.run.metrics import metrics_line
 from asp.app.run.tensorboard import TENSORBOARD, write_scalars
-from asp.app.run.writer import Writer
-from asp.errors import IterationFailed, NotRetried, ShardFailed
+from asp.errors import AspError, IterationFailed, NotRetried, ShardFailed
 from asp.pipeline import IterationReport, Pipeline
 from asp.selfplay import SelfPlay
 from asp.util.cleanup import finish_in_thread, wait_out
+from asp.util.die_with_parent import die_with_parent
+from asp.util.interrupts import ctrl_c_held, ignore_ctrl_c
 from asp.util.memory import peak_rss_mb
 
-__all__ = ["check_resumable", "train_session"]
+__all__ = ["Writer", "WriterFailed", "check_resumable", "train_session"]
 
 log = structlog.get_logger("asp.train")
 
@@ -248,7 +264,7 @@ class _Saver:
         ``evaluated``, the weights it trained, first when given); append the line to the
         history and return it."""
         rundir, writer = self.rundir, self.writer
-        line = metrics_line(report, self.run.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
+        line = _metrics_line(report, self.run.cfg.play_batch, self.selfplay.threads_per_worker, torch.get_num_threads())
         line.update(report.extra)
         if evaluated is not None:  # first: an evaluation that fails leaves no file of the iteration
             self.notify("evaluating", {"iteration": report.iteration})
@@ -360,3 +376,152 @@ def _restore(rundir: RunDir, run: GameRun, model: torch.nn.Module, trainer: Any)
             )
         return Restored(next_iteration=0, version=0, pending_plays=[])
     return restore_checkpoint(rundir.checkpoint, run, model, trainer)
+
+
+def _metrics_line(
+    report: IterationReport, play_batch: int, worker_threads: int, trainer_threads: int
+) -> dict[str, Any]:
+    """An iteration's metrics line: its games, times, search occupancy (against ``play_batch``
+    positions a call), the workers' share of the wall time, and the trainer's metrics."""
+    stats = report.play_stats
+    line: dict[str, Any] = {
+        "iteration": report.iteration,
+        "version_played": report.version_played,
+        "version_trained": report.version_trained,
+        "staleness": report.staleness,
+        "play/games": stats["games"],
+        "play/plies": stats["plies"],
+        "play/plies_per_s": stats["plies"] / report.play_seconds if report.play_seconds > 0 else 0.0,
+        "play/length_mean": stats["length_mean"],
+        "play/results": stats["results"],
+        "play/terminations": stats["terminations"],
+        "time/play": report.play_seconds,
+        "time/train": report.train_seconds,
+        "time/overlap": report.overlap_seconds,
+        "time/wall": report.wall_seconds,
+    }
+    if stats.get("search/evaluations"):
+        # Boards per network call of the searches, against the play batch: how full the
+        # batched search keeps the network.
+        per_call = stats["search/boards"] / stats["search/evaluations"]
+        line["play/search_boards_per_call"] = per_call
+        line["play/search_occupancy"] = per_call / play_batch
+    workers = stats.get("workers")
+    if workers and report.wall_seconds > 0:
+        # The share of the iteration's wall time the workers spent inside shards (any shard:
+        # self-play of whichever iteration, evaluation), and the cores left idle.
+        line["time/workers_busy"] = 1.0 - report.worker_idle_seconds / (workers * report.wall_seconds)
+        line["time/worker_idle_core_s"] = report.worker_idle_seconds * worker_threads
+        line["time/trainer_idle_core_s"] = report.trainer_idle_seconds * trainer_threads
+    line.update(report.train_metrics)
+    return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in line.items()}
+
+
+# The writer: a process of its own for the games files and the curves.
+
+T = TypeVar("T")
+
+
+class WriterFailed(AspError):
+    """The writer process died on every attempt of one call."""
+
+
+class Writer:
+    """One spawn process that runs calls for a thread of the coordinator, one at a time.
+
+    :meth:`call` blocks (call it from a thread, not the event loop); :meth:`shutdown` waits
+    for the call in progress, then stops the process.
+    """
+
+    ATTEMPTS = 3
+    """Processes one call may use up: the first, and the replacements after it died."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = self._start()
+        self._process: Any = None  # the multiprocessing Process that runs the calls
+
+    @staticmethod
+    def _start() -> concurrent.futures.ProcessPoolExecutor:
+        return concurrent.futures.ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_writer_started,
+            initargs=(os.getpid(),),
+        )
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the writer process, once it has started (None before)."""
+        return None if self._process is None else int(self._process.pid)
+
+    def call(self, func: Callable[..., T], *args: Any) -> T:
+        """``func(*args)`` in the writer process; a replacement runs it again if the writer dies.
+
+        :raises WriterFailed: the writer died on each of :attr:`ATTEMPTS` attempts.
+        """
+        for attempt in range(1, self.ATTEMPTS + 1):
+            with self._lock:
+                pool = self._pool
+                try:  # a writer that died between calls breaks the pool: submit says so
+                    with ctrl_c_held():  # submit starts the process on first use
+                        future = pool.submit(func, *args)
+                except BrokenProcessPool as e:
+                    future, broken = None, e
+                if future is not None and self._process is None:
+                    self._process = _process_of(pool)
+                    log.info("writer_started", pid=self.pid)
+            if future is not None:
+                try:
+                    return future.result()
+                except BrokenProcessPool as e:
+                    broken = e
+            self._replace(pool, broken, attempt)
+        raise WriterFailed(f"the writer of games and curves died on each of {self.ATTEMPTS} attempts")
+
+    def _replace(self, broken: concurrent.futures.ProcessPoolExecutor, error: BaseException, attempt: int) -> None:
+        with self._lock:
+            if self._pool is not broken:  # another thread replaced it already
+                return
+            pid, reason = self.pid, _death_of(self._process) or repr(error)
+            broken.shutdown(wait=True, cancel_futures=True)
+            self._pool, self._process = self._start(), None
+        log.warning("writer_replaced", pid=pid, reason=reason, attempt=attempt)
+
+    def shutdown(self) -> None:
+        """Wait for the call in progress, then stop the process."""
+        with self._lock:
+            self._pool.shutdown(wait=True)
+
+
+def _process_of(pool: concurrent.futures.ProcessPoolExecutor) -> Any:
+    processes = getattr(pool, "_processes", None) or {}  # the executor's own: no public way
+    return next(iter(processes.values()), None)
+
+
+def _death_of(process: Any, *, seconds: float = 1.0) -> str | None:
+    """How the writer process ended, in words (``killed by SIGKILL``), if known within ``seconds``.
+
+    The pool's own thread reaps a dead process too. Where it wins the race, this thread's
+    ``waitpid`` finds no child and reads no status, until that thread has stored the status it
+    read; so the status is read again until then.
+    """
+    if process is None:
+        return None
+    deadline = time.monotonic() + seconds
+    process.join(timeout=seconds)
+    while (code := process.exitcode) is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if code is None:
+        return None
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        return f"killed by {name}"
+    return f"exited with status {code}"
+
+
+def _writer_started(parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group: the coordinator stops the run, and the write in
+    # progress must finish, so the writer ignores it.
+    ignore_ctrl_c()
+    die_with_parent(parent_pid)

@@ -5,9 +5,8 @@ is made of.
   and ``stream``;
 * :mod:`asp.selfplay.calls`: one call (a ``play`` or a ``stream``): cut into shards of game
   ids, its queue of shards, its results, and the ids checked on return;
-* :mod:`asp.selfplay.dispatch`: the one loop that hands free workers the shards of every call;
-* :mod:`asp.selfplay.running`: the shards running in the workers, and how each ends (settled,
-  retried, stalled, timed out, cancelled);
+* :mod:`asp.selfplay.dispatch`: the one loop that hands free workers the shards of every call,
+  and keeps each running shard until it ends (settled, retried, stalled, timed out, cancelled);
 * :mod:`asp.selfplay.offers`: how many more shards each running worker is offered;
 * :mod:`asp.selfplay.sync`: the synchronous facade (:class:`~asp.selfplay.sync.SyncSelfPlay`,
   :func:`~asp.selfplay.sync.play_games_parallel`).

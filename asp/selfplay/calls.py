@@ -3,7 +3,7 @@
 A call of ``cfg.n_games`` games is cut into shards of contiguous game ids (:func:`plan_shards`).
 A :class:`Call` owns its queue of shards, its results, its counters and its logger; the
 dispatcher (:mod:`asp.selfplay.dispatch`) hands a free worker several contiguous shards at once
-(a full play batch, :func:`take_batch`) as a flight (:mod:`asp.selfplay.running`), and offers it
+(a full play batch, :func:`take_batch`) as a flight (:class:`~asp.selfplay.dispatch.Flight`), and offers it
 more while it plays (:func:`asp.more_games`). What comes back goes into the call's results,
 where the caller's task reads them. Every game has an id; whatever a worker returns is checked
 against the ids of the shards it held (:func:`id_mismatch`), so a game can be neither lost nor

@@ -61,8 +61,7 @@ from asp.backends.weights import WeightRef
 from asp.backends.worker import cfg_play, check_playable
 from asp.errors import ClosedError, ConfigError, LoopError
 from asp.selfplay.calls import Call, ShardResult, call_stats, collect_games, default_shard_games, plan_shards
-from asp.selfplay.dispatch import Dispatcher
-from asp.selfplay.running import Limits
+from asp.selfplay.dispatch import Dispatcher, Limits
 from asp.util.checks import SECONDS, check_cfg, check_int, check_number
 from asp.util.cleanup import finish
 from asp.util.cores import available_cores

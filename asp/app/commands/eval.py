@@ -111,7 +111,7 @@ _ENGINE_NAMES = {
 
 def run(args: argparse.Namespace) -> int:
     """Run ``asp eval``: the match of ``RUN`` against ``--vs``, or ``--ladder``."""
-    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.app.run.directory import run_from_checkpoint
 
     if args.ladder:
         return _ladder(args)
@@ -132,7 +132,7 @@ def _ladder(args: argparse.Namespace) -> int:
     """``asp eval RUN --ladder``: it plays no game, so an option of a match is refused."""
     from asp.app.evaluation.ladder import ladder_table
     from asp.app.run import RunDir
-    from asp.app.run.checkpoint import RunError
+    from asp.app.run.directory import RunError
 
     where = args.checkpoint
     parser = argparse.ArgumentParser()
@@ -239,7 +239,7 @@ def _print_match(args: argparse.Namespace, version: int, described: str, records
     ``described`` (with its engine failures, against an ``engine``), and the versions its run
     keeps; return the exit code, 0."""
     from asp.app.evaluation.elo import match_result_of
-    from asp.app.run.checkpoint import kept_versions_line
+    from asp.app.run.directory import kept_versions_line
 
     result = match_result_of(records)
     print(  # noqa: T201
@@ -257,7 +257,7 @@ def _opponent(
     """``asp eval``'s opponent in the run ``run``: ``(opponent, in words, its version, its
     search)``: one of ``movers`` (:func:`_movers`), one of the game's engines, or another
     checkpoint of the same game."""
-    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.app.run.directory import run_from_checkpoint
     from asp.games.protocol import engine_config, engine_names
 
     engines, given = engine_names(run.game), engine_options(args, _ENGINE_NAMES)

@@ -87,7 +87,7 @@ def add_arguments(moves: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``asp moves``; print ``POSITION MOVE`` lines."""
-    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.app.run.directory import run_from_checkpoint
 
     check_search_options(args)
     path = Path(args.positions)

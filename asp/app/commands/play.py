@@ -1,5 +1,5 @@
 """``asp play``: self-play games of a checkpoint (or a fresh model), written as JSON lines
-(:mod:`asp.app.games_file`) and in the game's own format where it has one (chess: PGN); or,
+(:mod:`asp.app.game_run`) and in the game's own format where it has one (chess: PGN); or,
 with ``--human``, a game against a person at the terminal: the board after every move, the
 person's move read in the game's notation (a bad one is one line, and asked again)."""
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
     from asp.app.game_loader import TINYCHESS, load_game
     from asp.app.game_run import GameRun
-    from asp.app.run.checkpoint import run_from_checkpoint
+    from asp.app.run.directory import run_from_checkpoint
     from asp.app.run_config import defaults_for
 
     check_game_options(args)

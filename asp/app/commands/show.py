@@ -1,6 +1,6 @@
 """``asp show GAMES``: a position of a recorded game, as a text board and an SVG picture.
 
-A games file of JSON lines (:mod:`asp.app.games_file`, any game) names its game; a file of a
+A games file of JSON lines (:mod:`asp.app.game_run`, any game) names its game; a file of a
 game's own format (TinyChess: PGN, ``asp play``'s or a run's ``games/iter-NNNN.pgn``) is read
 by the shipped game whose ``records_suffix`` it has (TinyChess where none has),
 :func:`asp.games.protocol.imported`. Either game is replayed through its game's rules, which
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 def _from_games_file(path: Path, args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """The game and the record of ``--game`` of a games file of JSON lines."""
     from asp.app.game_loader import check_named_game, load_game
-    from asp.app.games_file import read_record
+    from asp.app.game_run import read_record
 
     record = read_record(path, args.game)
     check_named_game(record["game"], f"{path}: game {args.game}", trusted=args.trust_game)

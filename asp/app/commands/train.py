@@ -180,7 +180,7 @@ def _add_machine_options(train: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``asp train`` with its parsed ``args``; return the exit code."""
     from asp.app.run import RunDir
-    from asp.app.run.checkpoint import RunError
+    from asp.app.run.directory import RunError
     from asp.app.run.lock import RunLock
     from asp.app.run.tensorboard import TENSORBOARD
 
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_run_files(rundir: RunDir) -> None:
     """RunError naming the first path of the run that is in the way of a file it writes."""
-    from asp.app.run.checkpoint import RunError
+    from asp.app.run.directory import RunError
 
     for path in (rundir.metrics, rundir.log, rundir.checkpoint, rundir.path / "config.json", rundir.curves):
         if path.is_dir():
@@ -548,7 +548,7 @@ def resumed_run(args: argparse.Namespace, rundir: RunDir, asked: GameRun, change
     game where the stored run names the same, else loaded now."""
     from asp.app.game_loader import check_named_game
     from asp.app.game_run import GameRun
-    from asp.app.run.checkpoint import RunError
+    from asp.app.run.directory import RunError
 
     stored = rundir.stored_config()
     check_named_game(stored.game, f"--resume {rundir.path}", trusted=args.trust_game or args.game == stored.game)

@@ -1,15 +1,14 @@
-"""What an iteration's metrics line and a match's metrics hold (``metrics.jsonl``)."""
+"""What asp reads of the metrics lines of ``metrics.jsonl`` (scores by opponent, the check of a
+line read back), and a match's metrics in a line; :mod:`asp.app.session` makes an iteration's line."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from asp.app.evaluation.elo import MatchResult
 from asp.app.evaluation.ladder import version_of
-from asp.pipeline import IterationReport
 
-__all__ = ["match_metrics", "metrics_line", "metrics_problem", "mover_scores", "version_scores"]
+__all__ = ["match_metrics", "metrics_problem", "mover_scores", "version_scores"]
 
 _COUNTS = ("wins", "draws", "losses")
 """A match's counts in a metrics line: ``PREFIX/wins``, ``PREFIX/draws``, ``PREFIX/losses``."""
@@ -88,40 +87,3 @@ def match_metrics(prefix: str, result: MatchResult) -> dict[str, Any]:
         f"{prefix}/elo_low": round(elo.elo_low, 1),
         f"{prefix}/elo_high": round(elo.elo_high, 1),
     } | ({f"{prefix}/elo_bound": elo.bound} if elo.bound else {})
-
-
-def metrics_line(report: IterationReport, play_batch: int, worker_threads: int, trainer_threads: int) -> dict[str, Any]:
-    """An iteration's metrics line: its games, times, search occupancy (against ``play_batch``
-    positions a call), the workers' share of the wall time, and the trainer's metrics."""
-    stats = report.play_stats
-    line: dict[str, Any] = {
-        "iteration": report.iteration,
-        "version_played": report.version_played,
-        "version_trained": report.version_trained,
-        "staleness": report.staleness,
-        "play/games": stats["games"],
-        "play/plies": stats["plies"],
-        "play/plies_per_s": stats["plies"] / report.play_seconds if report.play_seconds > 0 else 0.0,
-        "play/length_mean": stats["length_mean"],
-        "play/results": stats["results"],
-        "play/terminations": stats["terminations"],
-        "time/play": report.play_seconds,
-        "time/train": report.train_seconds,
-        "time/overlap": report.overlap_seconds,
-        "time/wall": report.wall_seconds,
-    }
-    if stats.get("search/evaluations"):
-        # Boards per network call of the searches, against the play batch: how full the
-        # batched search keeps the network.
-        per_call = stats["search/boards"] / stats["search/evaluations"]
-        line["play/search_boards_per_call"] = per_call
-        line["play/search_occupancy"] = per_call / play_batch
-    workers = stats.get("workers")
-    if workers and report.wall_seconds > 0:
-        # The share of the iteration's wall time the workers spent inside shards (any shard:
-        # self-play of whichever iteration, evaluation), and the cores left idle.
-        line["time/workers_busy"] = 1.0 - report.worker_idle_seconds / (workers * report.wall_seconds)
-        line["time/worker_idle_core_s"] = report.worker_idle_seconds * worker_threads
-        line["time/trainer_idle_core_s"] = report.trainer_idle_seconds * trainer_threads
-    line.update(report.train_metrics)
-    return {k: (round(v, 6) if isinstance(v, float) and math.isfinite(v) else v) for k, v in line.items()}
