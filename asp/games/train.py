@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from asp.errors import ConfigError, NonFiniteError
+from asp.games.adamw import AdamW
 from asp.games.checked import output_shapes
 from asp.games.protocol import Game, symmetries, unpacked
 from asp.games.records import Record, Samples
@@ -349,7 +350,7 @@ class Trainer:
         self.game = game
         self.device = pick_device(self.cfg.device)
         self.model = model.to(self.device)
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        self.optimizer = AdamW(model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
         self.rng = random.Random(self.cfg.seed)
         self.steps = 0
         self.window: deque[TrainSamples] = deque(maxlen=self.cfg.replay)
