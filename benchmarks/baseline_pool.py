@@ -37,7 +37,7 @@ worker, and documented here so that nobody mistakes it for typical self-play:
 
 With one contiguous shard per worker, the first worker gets every long game: most of the work.
 Small shards spread the long games over the workers, but each shard plays fewer games at once,
-so the network batch is smaller. asp's default sends each worker a full batch (at most half its share) and then offers
+so the network batch is smaller. asp's default sends each worker a full batch and then offers
 it more games, a few at a time, as its games end (``asp.more_games``).
 
 Spawn workers import this module by name (``baseline_pool``): its directory must be on

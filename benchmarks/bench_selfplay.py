@@ -11,9 +11,8 @@ process sets ``torch.set_num_threads(1)``; every worker runs one torch thread.
 1. scaling: plies/s of ``SelfPlay(workers=2, threads_per_worker=1).play(TinyChess(), None,
    PlayConfig(TinyChessGame(), n_games=G, max_plies=200))`` (``asp.games``: self-play without
    search, games capped as ``asp train`` caps them) against ``workers=1``, both at the default ``shard_games``
-   (``asp.selfplay.default_shard_games``: small shards, a full batch of them per task, at most
-   half a worker's share, and more offered as games end). Target: ratio >= 1.8. On a 2-core
-   machine this shows 1 -> 2 workers only.
+   (``asp.selfplay.default_shard_games``: small shards, a full batch of them per task and more
+   offered as games end). Target: ratio >= 1.8. On a 2-core machine this shows 1 -> 2 workers only.
 2. overhead: wall time of ``SelfPlay(workers=1).play`` against ``asp.games.play_games`` in this process
    for the same games, both with the default ``shard_games`` (see above) and with
    ``shard_games=G`` (one shard, the same batch as in-process). Target: asp_time /
@@ -151,7 +150,7 @@ async def bench_scaling(args: argparse.Namespace, model: TinyChess) -> dict[str,
     print(
         f"cfg: PlayConfig(TinyChessGame(), n_games={cfg.n_games}) (max_plies {cfg.max_plies}, batch_size "
         f"{cfg.batch_size}); default shard_games: {size1} games with 1 worker, {size2} with 2 "
-        "(a full batch of shards per task, at most half a worker's share)"
+        "(a full batch of shards per task)"
     )
     warm = PlayConfig(GAME, n_games=8, max_plies=10)
     runs: list[dict[str, Any]] = []
@@ -405,7 +404,7 @@ async def bench_baseline(args: argparse.Namespace, base_model: TinyChess) -> dic
     plan = (
         f"one task per shard of {size} games"
         if shard_games
-        else f"shards of {size} games, a full batch of them per task (at most half a share), more offered as games end"
+        else f"shards of {size} games, a full batch of them per task and more offered as games end"
     )
     print(f"asp: SelfPlay(workers={workers}, shard_games={shard_games}): {plan}; model_version bumped each iteration")
     warm = uneven_config(0, 4 * workers, long_plies=8, short_plies=4)

@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,6 @@ from hypothesis import strategies as st
 from selfplay_helpers import Logs, events, ids, tiny
 
 from asp import AspError, LoopError, SelfPlay
-from asp.selfplay.calls import plan_shards, take_batch
 from asp.testing import FaultConfig, fault_play
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -244,23 +242,3 @@ def test_concurrent_calls_with_kills_and_cancels_return_every_game_exactly_once(
 ) -> None:
     runner, selfplay = runner_pool
     runner.run(asyncio.wait_for(scenario(selfplay, planned, kill_at), 60))
-
-
-@dataclass(frozen=True)
-class _Cfg:
-    n_games: int
-    batch_size: int
-    first_game: int = 0
-    seed: int = 0
-    model_version: int = 0
-
-
-def test_a_worker_s_first_task_holds_at_most_half_its_share_of_the_call() -> None:
-    # Before, a free worker was sent a whole play batch at once: 64 of its 96 games. Where the
-    # long games come first (benchmarks/baseline_pool.py's uneven workload), the first worker
-    # held 64 of the 96 long games, and asp was x1.38 a plain pool there (x1.55 since).
-    shards, target = plan_shards(_Cfg(n_games=192, batch_size=64), workers=2, shard_games=None)
-    assert target == 48 and [s.games for s in shards] == [8] * 24
-    assert [s.index for s in take_batch(deque(shards), target)] == list(range(6))
-    assert plan_shards(_Cfg(n_games=1024, batch_size=64), workers=2, shard_games=None)[1] == 64  # the batch bounds it
-    assert plan_shards(_Cfg(n_games=160, batch_size=64), workers=2, shard_games=None)[1] == 40  # asp train's self-play

@@ -3,10 +3,9 @@
 A call of ``cfg.n_games`` games is cut into shards of contiguous game ids (:func:`plan_shards`).
 A :class:`Call` owns its queue of shards, its results, its counters and its logger; the
 dispatcher (:mod:`asp.selfplay.dispatch`) hands a free worker several contiguous shards at once
-(a full play batch, at most half its share, :func:`take_batch`) as a flight
-(:class:`~asp.selfplay.dispatch.Flight`), and offers it more while it plays
-(:func:`asp.more_games`). What comes back goes into the call's results, where the caller's
-task reads them. Every game has an id; whatever a worker returns is checked
+(a full play batch, :func:`take_batch`) as a flight (:class:`~asp.selfplay.dispatch.Flight`), and offers it
+more while it plays (:func:`asp.more_games`). What comes back goes into the call's results,
+where the caller's task reads them. Every game has an id; whatever a worker returns is checked
 against the ids of the shards it held (:func:`id_mismatch`), so a game can be neither lost nor
 invented. Calls do not wait for one another: they share the workers, the first come (or the
 highest priority) first served.
@@ -78,7 +77,7 @@ def default_shard_games(n_games: int, workers: int, batch_size: int = 1) -> int:
     """Games per shard when ``shard_games`` is not given: small blocks, the unit of balancing.
 
     A free worker is sent several contiguous shards at once, enough for a full batch (at most
-    half its share of the call), and is offered more, a shard at a time, as its games end
+    its share of the call), and is offered more, a shard at a time, as its games end
     (:func:`asp.more_games`). So shards are small: an eighth of the batch, and at least eight
     per worker.
 
@@ -93,10 +92,8 @@ def plan_shards(cfg: Any, *, workers: int, shard_games: int | None) -> tuple[lis
 
     With an explicit ``shard_games`` every task is one shard (the target is its size). Else
     shards are :func:`default_shard_games` and the target is a play batch
-    (``cfg.batch_size``; a quarter of a worker's share when the cfg has none), at most half a
-    worker's share of the call: where the games' lengths cluster by id (the long ones first),
-    a worker sent a whole batch of them would hold more than its part of the work; it takes the
-    rest of its batch on offer, from later in the call, within a look of the dispatcher.
+    (``cfg.batch_size``; a quarter of a worker's share when the cfg has none), at most a
+    worker's share of the call.
     """
     batch = getattr(cfg, "batch_size", None) or None  # 0: a play_fn that plays one game at a time
     size = shard_games or default_shard_games(cfg.n_games, workers, batch or 1)
@@ -107,7 +104,7 @@ def plan_shards(cfg: Any, *, workers: int, shard_games: int | None) -> tuple[lis
     if shard_games is not None:
         return shards, size
     share = math.ceil(cfg.n_games / workers)
-    return shards, max(size, min(math.ceil(share / 2), batch if batch is not None else math.ceil(share / 4)))
+    return shards, max(size, min(share, batch if batch is not None else math.ceil(share / 4)))
 
 
 def take_batch(queue: deque[Shard], target: int) -> list[Shard]:
