@@ -34,12 +34,18 @@ def _same(a: nn.Module, b: nn.Module) -> bool:
     return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
 
-def test_its_steps_give_torch_s_adamw_weights_bit_for_bit() -> None:
+def _twins(count: int, *, lr: float, weight_decay: float) -> tuple[nn.Module, AdamW, nn.Module, torch.optim.AdamW]:
+    """The same network twice, one trained ``count`` steps by asp's AdamW, one by torch's."""
     ours, theirs = _net(), _net()
-    mine = AdamW(ours.parameters(), lr=3e-3, weight_decay=1e-4)
-    torch_s = torch.optim.AdamW(theirs.parameters(), lr=3e-3, weight_decay=1e-4)
-    _steps(ours, mine, 20)
-    _steps(theirs, torch_s, 20)
+    mine = AdamW(ours.parameters(), lr=lr, weight_decay=weight_decay)
+    torch_s = torch.optim.AdamW(theirs.parameters(), lr=lr, weight_decay=weight_decay)
+    _steps(ours, mine, count)
+    _steps(theirs, torch_s, count)
+    return ours, mine, theirs, torch_s
+
+
+def test_its_steps_give_torch_s_adamw_weights_bit_for_bit() -> None:
+    ours, mine, theirs, torch_s = _twins(20, lr=3e-3, weight_decay=1e-4)
     assert _same(ours, theirs)
     _steps(ours, mine, 5, seed=2, lr=5e-4)  # the trainer's schedule changes the group's lr
     _steps(theirs, torch_s, 5, seed=2, lr=5e-4)
@@ -47,11 +53,7 @@ def test_its_steps_give_torch_s_adamw_weights_bit_for_bit() -> None:
 
 
 def test_its_state_dict_is_torch_s_and_each_resumes_from_the_other_s() -> None:
-    ours, theirs = _net(), _net()
-    mine = AdamW(ours.parameters(), lr=1e-3, weight_decay=1e-2)
-    torch_s = torch.optim.AdamW(theirs.parameters(), lr=1e-3, weight_decay=1e-2)
-    _steps(ours, mine, 3)
-    _steps(theirs, torch_s, 3)
+    ours, mine, theirs, torch_s = _twins(3, lr=1e-3, weight_decay=1e-2)
     a, b = mine.state_dict(), torch_s.state_dict()
     assert a["param_groups"] == b["param_groups"]
     assert a["state"].keys() == b["state"].keys()

@@ -1,8 +1,8 @@
 """AdamW, the trainer's optimizer, without :mod:`torch.optim`.
 
 Every optimizer of :mod:`torch.optim` imports ``torch._dynamo`` (and with it ``sympy``) on its
-first call: about 60 MiB of resident memory in the process that trains, for a compiler that
-asp does not use. :class:`AdamW` is the same algorithm, written out: the same arithmetic as
+first call: tens of megabytes of resident memory in the process that trains, for a compiler
+that asp does not use. :class:`AdamW` is the same algorithm, written out: the same arithmetic as
 ``torch.optim.AdamW``'s single-tensor path (the one torch takes on the CPU), step for step, so
 the same weights after the same steps; and the same ``state_dict``, so that each reads the
 other's (a checkpoint of an earlier asp resumes on it).
