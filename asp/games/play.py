@@ -25,13 +25,14 @@ the network between batch sizes).
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Any, Generic, cast
 
 import numpy as np
 import structlog
@@ -164,17 +165,12 @@ class PlayConfig:
             )
         openings = tuple(self.openings)
         object.__setattr__(self, "openings", openings)
-        for i, text in enumerate(openings):
-            if not isinstance(text, str):
-                raise ConfigError(
-                    f"PlayConfig.openings[{i}] must be a position in the game's notation (a str), got {text!r}"
-                )
-            try:
-                state = self.game.parse_state(text)
-            except (ValueError, TypeError) as e:
-                raise ConfigError(f"PlayConfig.openings[{i}]: {e}") from None
-            if outcome(self.game, state) is not None:
-                raise ConfigError(f"PlayConfig.openings[{i}]: {text!r} is a finished game")
+        try:
+            hash((self.game, openings))
+        except TypeError:  # a game (or an opening) that cannot be a key: checked every time
+            _check_openings(self.game, openings)
+        else:  # the coordinator copies a cfg for each shard (dataclasses.replace): checked once
+            _check_openings_once(cast(Hashable, self.game), openings)
 
     def play(self, model: nn.Module, opp: nn.Module | None) -> tuple[list[Record], dict[str, Any]]:
         """Play these games: :func:`play_games` (what :class:`asp.SelfPlay` calls)."""
@@ -183,6 +179,28 @@ class PlayConfig:
     def summarise(self, records: list[Record]) -> dict[str, Any]:
         """The stats of ``records``: :func:`~asp.games.records.summarise`."""
         return summarise(records)
+
+
+def _check_openings(game: Game[Any], openings: tuple[str, ...]) -> None:
+    """Raise ConfigError unless every opening is a position of ``game`` where a game goes on."""
+    for i, text in enumerate(openings):
+        if not isinstance(text, str):
+            raise ConfigError(
+                f"PlayConfig.openings[{i}] must be a position in the game's notation (a str), got {text!r}"
+            )
+        try:
+            state = game.parse_state(text)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"PlayConfig.openings[{i}]: {e}") from None
+        if outcome(game, state) is not None:
+            raise ConfigError(f"PlayConfig.openings[{i}]: {text!r} is a finished game")
+
+
+@functools.lru_cache(maxsize=16)
+def _check_openings_once(game: Hashable, openings: tuple[str, ...]) -> None:
+    """:func:`_check_openings`, remembered for the last games and openings that passed it (a
+    check that fails raises again the next time)."""
+    _check_openings(cast("Game[Any]", game), openings)
 
 
 class _Game(Generic[State]):
