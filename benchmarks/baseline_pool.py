@@ -37,8 +37,9 @@ worker, and documented here so that nobody mistakes it for typical self-play:
 
 With one contiguous shard per worker, the first worker gets every long game: most of the work.
 Small shards spread the long games over the workers, but each shard plays fewer games at once,
-so the network batch is smaller. asp's default sends each worker a full batch and then offers
-it more games, a few at a time, as its games end (``asp.more_games``).
+so the network batch is smaller. asp's default deals each worker a full batch of small shards
+(every other shard of the first batches, for two workers) and then offers it more games, a
+few at a time, as its games end (``asp.more_games``).
 
 Spawn workers import this module by name (``baseline_pool``): its directory must be on
 ``sys.path`` in the parent before the pool starts (spawn children inherit ``sys.path``).

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -115,9 +116,10 @@ class Backend(Protocol):
     async def idle_loss(self, slot: int) -> str | None:
         """None while the slot's worker, with no shard, is alive; else how it ended (``"SIGKILL"``)."""
 
-    def submit(self, slot: int, task: ShardTask) -> asyncio.Future[ShardOutput]:
+    def submit(self, slot: int, task: ShardTask, offers: Sequence[tuple[int, int]] = ()) -> asyncio.Future[ShardOutput]:
         """Run ``task`` in the slot's worker; the future fails with :class:`WorkerLost` if the
-        worker is lost, or with what ``play_fn`` raised.
+        worker is lost, or with what ``play_fn`` raised. ``offers`` (``(first_game, n_games)``
+        each) are its offers 0, 1... made before it starts (see :meth:`offer`).
 
         :raises ConfigError: when the task cannot be sent (it does not pickle).
         :raises WorkerLost: when the slot's worker is found lost before the task is sent.

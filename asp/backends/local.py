@@ -26,7 +26,7 @@ import pickle
 import platform
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from pathlib import Path
@@ -285,13 +285,17 @@ class LocalBackend(SlotBackend[WorkerProcess]):
             return None
         return signal_name(await proc.exit_code())
 
-    def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
+    def submit(
+        self, slot: int, task: worker.ShardTask, offers: Sequence[tuple[int, int]] = ()
+    ) -> asyncio.Future[worker.ShardOutput]:
         proc = self._worker(slot)
         try:
             payload = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as e:
             raise ConfigError(f"shard {task.shard}'s task (play_fn, cfg) cannot be pickled: {e!r}") from e
         self.arrays.reset(slot)
+        for seq, (first_game, n_games) in enumerate(offers):  # in the cells before the worker can look
+            self.offer(slot, seq, first_game, n_games)
         try:
             future = proc.submit(worker.run_shard, payload)
         except BrokenProcessPool as e:  # its worker died while idle, and the executor noticed first

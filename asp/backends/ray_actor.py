@@ -46,14 +46,17 @@ class ShardRunner:
         """This actor's pid and Ray node id (answered once the model is built)."""
         return os.getpid(), self._node
 
-    def run(self, token: int, task: worker.ShardTask) -> worker.ShardOutput:
-        """Play shard ``task``; ``token`` names this run for :meth:`cancel`."""
+    def run(self, token: int, task: worker.ShardTask, offers: list[tuple[int, int]]) -> worker.ShardOutput:
+        """Play shard ``task`` with ``offers`` made before it starts; ``token`` names this run
+        for :meth:`cancel` and :meth:`offer`."""
         with self._lock:
             self._progress[0], self._phase[0], self._running = 0, progress.IDLE, token
             self._latest = token
             self._cancel[0] = int(token in self._cancelled)
             self._offers.reset(0)
             self._waiting.clear()
+        for seq, (first_game, n_games) in enumerate(offers):
+            self.offer(token, seq, first_game, n_games)
         progress.begin_shard()
         try:
             return worker.play_task(task, _load, self._node)

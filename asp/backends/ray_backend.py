@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +256,9 @@ class RayBackend(SlotBackend[RayActor]):
                 actor.death = "actor died"
         return actor.death
 
-    def submit(self, slot: int, task: worker.ShardTask) -> asyncio.Future[worker.ShardOutput]:
+    def submit(
+        self, slot: int, task: worker.ShardTask, offers: Sequence[tuple[int, int]] = ()
+    ) -> asyncio.Future[worker.ShardOutput]:
         actor = self._worker(slot)
         death = self._death(actor)
         if death is not None:
@@ -265,7 +268,7 @@ class RayBackend(SlotBackend[RayActor]):
         self._tokens += 1
         token = self._tokens
         try:
-            ref = actor.handle.run.remote(token, task)
+            ref = actor.handle.run.remote(token, task, list(offers))
         except Exception as e:  # serialisation of the task
             raise ConfigError(f"shard {task.shard}'s task (play_fn, cfg) cannot be sent to Ray: {e!r}") from e
         actor.token, actor.state, actor.polled = token, SlotState(progress.IDLE, 0, None), 0.0

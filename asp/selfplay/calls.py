@@ -2,9 +2,11 @@
 
 A call of ``cfg.n_games`` games is cut into shards of contiguous game ids (:func:`plan_shards`).
 A :class:`Call` owns its queue of shards, its results, its counters and its logger; the
-dispatcher (:mod:`asp.selfplay.dispatch`) hands a free worker several contiguous shards at once
-(a full play batch, :func:`take_batch`) as a flight (:class:`~asp.selfplay.dispatch.Flight`), and offers it
-more while it plays (:func:`asp.more_games`). What comes back goes into the call's results,
+dispatcher (:mod:`asp.selfplay.dispatch`) hands a free worker a full play batch of shards at once
+as a flight (:class:`~asp.selfplay.dispatch.Flight`), and offers it more while it plays
+(:func:`asp.more_games`). The first batch of each worker is dealt (:func:`deal`): shard by
+shard, round-robin, so that a block of costly games of neighbouring ids is spread over the
+workers; the later ones are contiguous (:func:`take_batch`). What comes back goes into the call's results,
 where the caller's task reads them. Every game has an id; whatever a worker returns is checked
 against the ids of the shards it held (:func:`id_mismatch`), so a game can be neither lost nor
 invented. Calls do not wait for one another: they share the workers, the first come (or the
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from asp import progress
 from asp.backends.weights import WeightRef
 from asp.backends.worker import ShardOutput
 from asp.errors import AspError
@@ -46,6 +49,7 @@ __all__ = [
     "ShardResult",
     "call_stats",
     "collect_games",
+    "deal",
     "default_shard_games",
     "id_mismatch",
     "merge_stats",
@@ -105,6 +109,30 @@ def plan_shards(cfg: Any, *, workers: int, shard_games: int | None) -> tuple[lis
         return shards, size
     share = math.ceil(cfg.n_games / workers)
     return shards, max(size, min(share, batch if batch is not None else math.ceil(share / 4)))
+
+
+def deal(shards: Sequence[Shard], workers: int, target: int) -> tuple[list[list[Shard]], list[Shard]]:
+    """A call's first round: its first shards dealt round-robin, one at a time, into a batch
+    of at most ``target`` games (and :data:`asp.progress.OFFER_RING` shards) for each worker;
+    and the shards left, in order.
+
+    Neighbouring game ids often cost alike (a block of long games, a pair of games from one
+    opening): dealt, each worker's first batch holds its part of every block. The worker is
+    sent the batch's first shard and offered the others before it starts, so that it takes
+    them as it fills its batch (:func:`asp.more_games`): what it plays at once depends on the
+    call alone, not on when the offers arrive.
+
+    >>> from types import SimpleNamespace
+    >>> shards = [Shard(i, SimpleNamespace(first_game=2 * i, n_games=2)) for i in range(7)]
+    >>> groups, rest = deal(shards, workers=2, target=4)
+    >>> [[s.index for s in g] for g in groups], [s.index for s in rest]
+    ([[0, 2], [1, 3]], [4, 5, 6])
+    """
+    if not shards:
+        return [], []
+    per_worker = max(1, min(progress.OFFER_RING, target // shards[0].games))
+    dealt = list(shards[: per_worker * workers])
+    return [dealt[k::workers] for k in range(min(workers, len(dealt)))], list(shards[per_worker * workers :])
 
 
 def take_batch(queue: deque[Shard], target: int) -> list[Shard]:
@@ -232,8 +260,9 @@ _DONE = None  # in a call's results: every shard has been yielded
 class Call:
     """The state of one call: what is left to play, what has come back, and how it ends.
 
-    The dispatcher reads ``queue`` and writes ``results``; the caller's task reads
-    ``results`` through :meth:`next`. A call *ends* when its last shard came back
+    The dispatcher takes shards from ``dealt`` (its workers' first batches, :func:`deal`),
+    then from ``queue``, and writes ``results``; the caller's task reads ``results`` through
+    :meth:`next`. A call *ends* when its last shard came back
     (:meth:`finish`), when it failed (:meth:`fail`) or when its caller left; after that
     nothing of it is dispatched, and its running shards are cancelled.
     """
@@ -246,13 +275,18 @@ class Call:
         target: int,
         refs: tuple[WeightRef, WeightRef | None],
         *,
+        workers: int,
         priority: int,
         offers: bool,
         log: Any,
     ) -> None:
         self.number = number
         self.what = what
-        self.queue = deque(shards)
+        groups, rest = deal(shards, workers, target) if offers else ([], shards)
+        self.dealt = deque(groups)
+        """The first batch of each worker, not yet sent: its first shard the task, the others offered."""
+        self.queue = deque(rest)
+        """The shards after those, in order of game ids."""
         self.target = target
         """Games to send a free worker at once."""
         self.model_ref, self.opp_ref = refs
@@ -269,6 +303,16 @@ class Call:
         self.drained = asyncio.Event()
         """Set once it has ended and none of its shards runs any more."""
         self._results: asyncio.Queue[ShardResult | BaseException | None] = asyncio.Queue()
+
+    @property
+    def waiting(self) -> bool:
+        """Shards of it wait to be sent."""
+        return bool(self.dealt or self.queue)
+
+    def requeue(self, shards: Iterable[Shard]) -> None:
+        """Queue ``shards`` again (lost, or offered and never taken), every shard in order of
+        game ids: contiguous shards go out together again."""
+        self.queue = deque(sorted((*shards, *self.queue), key=lambda s: s.index))
 
     @property
     def order(self) -> tuple[int, int]:
@@ -288,6 +332,7 @@ class Call:
         """End the call with ``error``: its caller raises it after the results that came before."""
         if not self.ended:
             self.ended = True
+            self.dealt.clear()
             self.queue.clear()
             self._results.put_nowait(error)
 
@@ -295,6 +340,7 @@ class Call:
         """Its caller is gone: nothing more is dispatched or kept."""
         self.left = True
         self.ended = True
+        self.dealt.clear()
         self.queue.clear()
 
     async def next(self) -> ShardResult | None:

@@ -23,7 +23,8 @@ How it works:
 * Shards are handed to a worker only when its slot is free, one slot per worker, so nothing
   that has not started waits in a backend, and cancelling means cancelling running shards only.
 * Balancing: by default shards are small (:func:`default_shard_games`) and a free worker is
-  sent several contiguous ones at once, a full play batch (at most its share of the call).
+  sent a full play batch of them at once (at most its share of the call): its first batch
+  dealt round-robin (:func:`~asp.selfplay.calls.deal`), the later ones contiguous.
   While it plays, the worker asks for more as its games end (:func:`asp.more_games`), and
   the dispatcher keeps a small reserve of shards on offer to it, so a worker whose games
   are short takes on more and no batch empties while games wait. With an explicit

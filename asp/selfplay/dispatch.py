@@ -8,7 +8,8 @@ worker is free, and a call made inside another (a ``play`` inside a ``stream``, 
 simply shares the workers. Each turn of the loop:
 
 * replaces lost workers at once, so that they start while the others play;
-* sends every free slot whose worker is ready the next shards of the first waiting call;
+* sends every free slot whose worker is ready the next shards of the first waiting call: the
+  batch dealt to it (:func:`~asp.selfplay.calls.deal`) or the next contiguous shards;
 * settles the flights that finished, and checks the deadlines of the others (below);
 * offers: a worker that asks for more games (:func:`asp.more_games`) is offered the next
   shards of its call while no call ahead of it waits (how many: :mod:`asp.selfplay.offers`);
@@ -36,6 +37,7 @@ import asyncio
 import dataclasses
 import time
 import traceback
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -100,7 +102,17 @@ class Dispatcher:
         ``offers``, its running shards are offered its next shards as they ask for more."""
         self._numbered += 1
         bound = log.bind(call=self._numbered)
-        call = Call(self._numbered, what, shards, target, refs, priority=priority, offers=offers, log=bound)
+        call = Call(
+            self._numbered,
+            what,
+            shards,
+            target,
+            refs,
+            workers=self.workers,
+            priority=priority,
+            offers=offers,
+            log=bound,
+        )
         self._calls.append(call)
         self._calls.sort(key=lambda c: c.order)
         if self._task is None:
@@ -189,7 +201,7 @@ class Dispatcher:
         """Finish calls that have everything, cancel the shards of calls that ended early, and
         let go of ended calls that have no shard running."""
         for call in list(self._calls):
-            if not call.ended and not call.queue and call.flights == 0:
+            if not call.ended and not call.waiting and call.flights == 0:
                 call.finish()
             if call.ended and call.flights == 0:
                 self._calls.remove(call)
@@ -197,7 +209,7 @@ class Dispatcher:
         self._flights.cancel_ended()
 
     def _next_call(self) -> Call | None:
-        return next((call for call in self._calls if call.queue and not call.ended), None)
+        return next((call for call in self._calls if call.waiting and not call.ended), None)
 
     async def _dispatch(self) -> None:
         """Send every free slot whose worker is ready the next shards of the first call that has some."""
@@ -212,26 +224,30 @@ class Dispatcher:
             if loss is not None:
                 await self._lost_idle(slot, loss)
                 continue
-            shards = take_batch(call.queue, call.target)
+            batch = call.dealt.popleft() if call.dealt else take_batch(call.queue, call.target)
+            shards = take_batch(deque(batch), call.target)  # the task: its contiguous start
+            offered = batch[len(shards) :]  # the rest of a dealt batch: offered before it starts
             lead = shards[0]
             games = sum(s.games for s in shards)
             cfg = lead.cfg if len(shards) == 1 else dataclasses.replace(lead.cfg, n_games=games)
-            attempt = max(s.attempt for s in shards)
+            attempt = max(s.attempt for s in batch)
             task = ShardTask(self.play_fn, cfg, call.model_ref, call.opp_ref, lead.index, attempt)
             try:
-                future = backend.submit(slot, task)
+                future = backend.submit(slot, task, [(s.first_game, s.games) for s in offered])
             except WorkerLost:  # its worker died while idle, and the backend noticed first
-                call.queue.extendleft(reversed(shards))
+                call.requeue(batch)
                 await self._lost_idle(slot, await backend.idle_loss(slot) or "unknown")
                 continue
             except ConfigError as exc:  # the task does not pickle: the caller's mistake
                 call.fail(exc)
                 continue
-            self._flights.add(Flight(call, shards, slot, future, backend.pid(slot), time.monotonic(), 4 * call.target))
+            pid, now = backend.pid(slot), time.monotonic()
+            self._flights.add(Flight(call, shards, slot, future, pid, now, 4 * call.target, offers=offered))
             call.log.debug(
                 "shard_dispatched",
                 shard=lead.index,
                 shards=len(shards),
+                offered=len(offered),
                 attempt=attempt,
                 slot=slot,
                 pid=backend.pid(slot),
@@ -313,7 +329,8 @@ class Flight:
     cap: int
     """Games this flight may hold in all (offers stop there)."""
     offers: list[Shard] = field(default_factory=list)
-    """Shards offered to it while it runs, in order; it took the first ``state.taken``."""
+    """Shards offered to it, in order (the rest of a dealt batch before it starts, then more
+    while it runs); it took the first ``state.taken``."""
     state: SlotState = SlotState(progress.IDLE, 0, None)
     moved: float | None = None
     """When the counter last moved; None until the worker has started the shard."""
@@ -459,7 +476,7 @@ class Flights:
         """Check a flight's output against the ids of the games it played and give it to its call."""
         call = flight.call
         played = flight.played(out.offers_taken)
-        call.queue.extendleft(reversed(flight.offers[out.offers_taken :]))  # offered, never taken
+        call.requeue(flight.offers[out.offers_taken :])  # offered, never taken
         wrong = id_mismatch((record.game_id for record in out.records), played)
         if wrong is not None:
             first, last = played[0].first_game, played[-1].first_game + played[-1].games - 1
@@ -590,4 +607,4 @@ class Flights:
         for shard in lost:
             shard.attempt += 1
         call.figures.retries += 1
-        call.queue.extendleft(reversed(lost + flight.offers[taken:]))
+        call.requeue(lost + flight.offers[taken:])
