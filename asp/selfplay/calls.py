@@ -113,8 +113,9 @@ def plan_shards(cfg: Any, *, workers: int, shard_games: int | None) -> tuple[lis
 
 def deal(shards: Sequence[Shard], workers: int, target: int) -> tuple[list[list[Shard]], list[Shard]]:
     """A call's first round: its first shards dealt round-robin, one at a time, into a batch
-    of at most ``target`` games (and :data:`asp.progress.OFFER_RING` shards) for each worker;
-    and the shards left, in order.
+    for each worker of as many shards as :func:`take_batch` would send it (``target`` games,
+    rounded up to whole shards; with several workers, at most :data:`asp.progress.OFFER_RING`
+    shards); and the shards left, in order.
 
     Neighbouring game ids often cost alike (a block of long games, a pair of games from one
     opening): dealt, each worker's first batch holds its part of every block. The worker is
@@ -124,13 +125,15 @@ def deal(shards: Sequence[Shard], workers: int, target: int) -> tuple[list[list[
 
     >>> from types import SimpleNamespace
     >>> shards = [Shard(i, SimpleNamespace(first_game=2 * i, n_games=2)) for i in range(7)]
-    >>> groups, rest = deal(shards, workers=2, target=4)
+    >>> groups, rest = deal(shards, workers=2, target=3)
     >>> [[s.index for s in g] for g in groups], [s.index for s in rest]
     ([[0, 2], [1, 3]], [4, 5, 6])
     """
     if not shards:
         return [], []
-    per_worker = max(1, min(progress.OFFER_RING, target // shards[0].games))
+    per_worker = math.ceil(target / shards[0].games)  # as many as take_batch takes
+    if workers > 1:  # all but the first shard of a batch are offered: they must fit the ring
+        per_worker = min(progress.OFFER_RING, per_worker)
     dealt = list(shards[: per_worker * workers])
     return [dealt[k::workers] for k in range(min(workers, len(dealt)))], list(shards[per_worker * workers :])
 
