@@ -149,7 +149,7 @@ async def test_a_stream_fails_when_the_play_fn_drops_games_it_took_on_offer() ->
 async def test_each_worker_is_dealt_every_other_shard_of_the_first_batches() -> None:
     """A block of costly games of neighbouring ids is shared by the workers: 32 games in
     shards of one, batches of 8, so each worker's first batch is every other game of 0..15
-    (before: 0..7 and 8..15), taken at once as it fills its batch, whatever the timing."""
+    (not 0..7 and 8..15), taken at once as it fills its batch, whatever the timing."""
     cfg = FaultConfig(n_games=32, plies=20, delay=0.002, batch_size=8)
     async with SelfPlay(workers=2, play_fn=fault_play) as selfplay:
         results = [result async for result in selfplay.stream(tiny(), None, cfg)]

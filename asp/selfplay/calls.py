@@ -312,10 +312,11 @@ class Call:
         """Shards of it wait to be sent."""
         return bool(self.dealt or self.queue)
 
-    def requeue(self, shards: Iterable[Shard]) -> None:
+    def requeue(self, shards: Sequence[Shard]) -> None:
         """Queue ``shards`` again (lost, or offered and never taken), every shard in order of
         game ids: contiguous shards go out together again."""
-        self.queue = deque(sorted((*shards, *self.queue), key=lambda s: s.index))
+        if shards:  # most flights took every offer: nothing to sort in
+            self.queue = deque(sorted((*shards, *self.queue), key=lambda s: s.index))
 
     @property
     def order(self) -> tuple[int, int]:

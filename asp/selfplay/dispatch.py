@@ -250,7 +250,7 @@ class Dispatcher:
                 offered=len(offered),
                 attempt=attempt,
                 slot=slot,
-                pid=backend.pid(slot),
+                pid=pid,
                 games=games,
                 first_game=lead.first_game,
             )
