@@ -18,10 +18,12 @@ from helpers import asp, ok
 from asp.app.game_loader import check_named_game, load_game
 from asp.app.player import Player
 from asp.app.run_config import network_config
+from asp.connect4 import ConnectFour
+from asp.connect4.model import planes_of
 from asp.errors import ConfigError
 from asp.games.conformance import check_game
 from asp.games.movers import movers_of
-from asp.openspiel import MCTSConfig, MCTSMover, OpenSpielGame
+from asp.openspiel import MCTSConfig, MCTSMover, OpenSpielGame, SpielNetConfig
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -164,8 +166,8 @@ def test_the_network_sees_the_board_from_the_movers_side() -> None:
     # Before, the network of OpenSpiel's Connect Four saw the first player's stones in the
     # first plane whoever moved (asp's own Connect Four network sees the mover's first).
     game = OpenSpielGame("connect_four")
-    assert game.run_defaults() == {"network": {"player_planes": (0, 1)}}
-    assert OpenSpielGame("tic_tac_toe").run_defaults() == {"network": {"player_planes": (2, 1)}}
+    assert game.run_defaults()["network"] == {"player_planes": (0, 1), "lines": 4}
+    assert OpenSpielGame("tic_tac_toe").run_defaults() == {"network": {"player_planes": (2, 1), "lines": 3}}
     assert OpenSpielGame("breakthrough").run_defaults() == {}  # its observation has no such pair
     torch.manual_seed(0)
     net = game.network(network_config(game, {"player_planes": [0, 1]}))  # a list, as a config file gives it
@@ -184,6 +186,84 @@ def test_the_network_sees_the_board_from_the_movers_side() -> None:
             network_config(game, {"player_planes": wrong})
         said = f"SpielNetConfig.player_planes must be two different planes of the observation, 0 to 2, got {wrong!r}"
         assert str(raised.value) == said
+
+
+def test_the_network_sees_the_cells_that_complete_a_four_as_asps_own_connect_four() -> None:
+    # asp's Connect Four derives them from its encoding (a column after another, the bottom
+    # row first), the adapter from OpenSpiel's observation (a row after another): the same cells
+    game, own = OpenSpielGame("connect_four"), ConnectFour()
+    net = game.network(network_config(game, game.run_defaults()["network"]))
+    rng, seen = random.Random(3), 0
+    for _ in range(300):
+        state, board = game.start(), own.start()
+        for _ in range(rng.randrange(30)):
+            if game.outcome(state) is not None:
+                break
+            column = rng.choice(game.actions(state))
+            state, board = game.apply(state, column), own.apply(board, column)
+        if game.outcome(state) is not None:
+            continue
+        expected = planes_of(own.encode([board]))[0, 2:4].transpose(1, 2)  # the mover's, the opponent's
+        got = net.planes(game.encode([state]))[0, -2:]
+        assert torch.equal(got, expected), game.state_text(state)
+        seen += int(expected.sum() > 0)
+    assert seen > 50
+
+
+def test_the_network_sees_the_cells_that_complete_a_line_of_tic_tac_toe() -> None:
+    game = OpenSpielGame("tic_tac_toe")
+    net = game.network(network_config(game, game.run_defaults()["network"]))
+    lines = [[(r, c) for c in range(3)] for r in range(3)] + [[(r, c) for r in range(3)] for c in range(3)]
+    lines += [[(i, i) for i in range(3)], [(i, 2 - i) for i in range(3)]]
+    rng, seen = random.Random(5), 0
+    for _ in range(200):
+        state = game.start()
+        for _ in range(rng.randrange(8)):
+            if game.outcome(state) is not None:
+                break
+            state = game.apply(state, rng.choice(game.actions(state)))
+        if game.outcome(state) is not None:
+            continue
+        mover = state.to_move
+        wins = {divmod(a, 3) for a in game.winning(state)}  # pyspiel's own: the mover's stone there wins
+        got = net.planes(game.encode([state]))[0, -2:]
+        assert {(r, c) for r, c in got[0].nonzero().tolist()} == wins
+        observation = state.spiel.observation_tensor(0)  # planes: empty, o (the second player), x
+        cells = [(r, c) for r in range(3) for c in range(3)]
+        stones = {(r, c): plane for plane in (1, 2) for r, c in cells if observation[9 * plane + 3 * r + c]}
+        opponent = 1 if mover == 0 else 2
+        threats = {
+            cell
+            for line in lines
+            for cell in line
+            if cell not in stones and all(stones.get(other) == opponent for other in line if other != cell)
+        }
+        assert {(r, c) for r, c in got[1].nonzero().tolist()} == threats, game.state_text(state)
+        seen += len(wins) + len(threats)
+    assert seen > 20
+
+
+def test_openspiels_connect_four_runs_as_asps_own_connect_four() -> None:
+    ours = OpenSpielGame("connect_four").run_defaults()
+    theirs = ConnectFour().run_defaults()
+    network = theirs.pop("network")
+    assert ours.pop("network") == {"player_planes": (0, 1), "lines": 4}
+    assert ours == theirs
+    assert (network["tower"], network["hidden"]) == (SpielNetConfig.tower, SpielNetConfig.hidden)  # the same tower
+    ours["train"]["epochs"] = 9
+    assert OpenSpielGame("connect_four").run_defaults()["train"]["epochs"] == 2  # a copy each call
+
+
+def test_lines_need_the_players_planes() -> None:
+    game = OpenSpielGame("connect_four")
+    with pytest.raises(ConfigError) as raised:
+        network_config(game, {"lines": 4})
+    assert str(raised.value) == (
+        "SpielNetConfig.lines 4: the lines are of each player's stones; "
+        "they need player_planes, the planes of those stones"
+    )
+    with pytest.raises(ConfigError, match="SpielNetConfig.lines"):
+        network_config(game, {"player_planes": [0, 1], "lines": 1})
 
 
 def test_the_side_to_move_is_in_the_encoding() -> None:

@@ -16,14 +16,13 @@ playable now.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from asp.connect4.rules import HEIGHT, WIDTH
-from asp.games.nets import PooledBlock, ResidualBlock
+from asp.games.nets import PooledBlock, ResidualBlock, line_threats
 from asp.util.checks import check_int
 
 __all__ = ["N_FEATURES", "N_PLANES", "C4Config", "C4Net", "planes_of"]
@@ -33,17 +32,6 @@ N_FEATURES = 2 * WIDTH * HEIGHT
 N_PLANES = 5
 """Planes the network sees: the two of the features, the threats of either side, the cells
 playable now."""
-
-
-@functools.cache
-def _line_kernels(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """``(4, 1, 4, 4)``: the four-in-a-row lines through a 4x4 window (axes: column, row),
-    made on ``device``: a network that a trainer moved to a GPU computes there alone."""
-    column = torch.arange(4, device=device).view(4, 1)
-    row = torch.arange(4, device=device).view(1, 4)
-    along_a_row, up_a_column = (row == 0).expand(4, 4), (column == 0).expand(4, 4)
-    lines = torch.stack([along_a_row, up_a_column, column == row, column + row == 3])  # diagonals: up, down
-    return lines.to(dtype).unsqueeze(1)
 
 
 def planes_of(features: torch.Tensor) -> torch.Tensor:
@@ -56,21 +44,10 @@ def planes_of(features: torch.Tensor) -> torch.Tensor:
     [(2, 0), (6, 0)]
     """
     stones = features.reshape(-1, 2, WIDTH, HEIGHT)
-    lines = _line_kernels(features.device, features.dtype)
-    # stones of each side in every line of four (the board padded by 3 cells: the lines that
-    # stick out of it count no stone there, and have no empty cell there either)
-    counts = nn.functional.conv2d(stones.reshape(-1, 1, WIDTH, HEIGHT), lines, padding=3)
-    counts = counts.reshape(-1, 2, 4, WIDTH + 3, HEIGHT + 3)
-    own, other = counts[:, 0], counts[:, 1]
+    threats = line_threats(stones[:, 0], stones[:, 1], 4)
     empty = 1.0 - stones.sum(dim=1)
-    threats = []
-    for mine, theirs in ((own, other), (other, own)):
-        three = ((mine == 3) & (theirs == 0)).to(features.dtype)  # a line that one stone completes
-        # back from the lines to their cells (the adjoint of the convolution), the empty ones kept
-        cells = nn.functional.conv_transpose2d(three.reshape(-1, 4, WIDTH + 3, HEIGHT + 3), lines, padding=3)
-        threats.append((cells[:, 0] > 0).to(features.dtype) * empty)
     below = torch.cat([torch.ones_like(empty[:, :, :1]), 1.0 - empty[:, :, :-1]], dim=2)
-    return torch.cat([stones, torch.stack(threats, dim=1), (empty * below).unsqueeze(1)], dim=1)
+    return torch.cat([stones, threats, (empty * below).unsqueeze(1)], dim=1)
 
 
 @dataclass(frozen=True)

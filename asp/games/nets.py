@@ -1,5 +1,6 @@
-"""Building blocks of the small networks asp's games ship: a residual MLP block, and a
-residual block of convolutions with global pooling over the board.
+"""Building blocks of the small networks asp's games ship: a residual MLP block, a residual
+block of convolutions with global pooling over the board, and the cells that complete a line
+(:func:`line_threats`, for the games won by k in a row).
 
 >>> import torch
 >>> ResidualBlock(8)(torch.zeros(2, 8)).shape
@@ -8,10 +9,12 @@ torch.Size([2, 8])
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
-__all__ = ["PooledBlock", "ResidualBlock"]
+__all__ = ["PooledBlock", "ResidualBlock", "line_threats"]
 
 
 class ResidualBlock(nn.Module):
@@ -45,3 +48,45 @@ class PooledBlock(nn.Module):
         pooled = torch.cat([h.mean(dim=(2, 3)), h.amax(dim=(2, 3))], dim=1)
         h = torch.relu(h + self.pool(pooled)[:, :, None, None])
         return torch.relu(x + self.conv2(h))
+
+
+@functools.cache
+def _line_kernels(length: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """``(4, 1, length, length)``: the lines of ``length`` cells through a square window (along
+    the second axis, along the first, and the two diagonals), made on ``device``: a network
+    that a trainer moved to a GPU computes there alone."""
+    first = torch.arange(length, device=device).view(length, 1)
+    second = torch.arange(length, device=device).view(1, length)
+    along_second, along_first = (first == 0).expand(length, length), (second == 0).expand(length, length)
+    lines = torch.stack([along_second, along_first, first == second, first + second == length - 1])
+    return lines.to(dtype).unsqueeze(1)
+
+
+def line_threats(own: torch.Tensor, other: torch.Tensor, length: int) -> torch.Tensor:
+    """``(B, 2, H, W)``: the empty cells where a stone of ``own`` (plane 0), or of ``other``
+    (plane 1), would complete a line of ``length`` in a row, a column or a diagonal, from the
+    0/1 planes ``(B, H, W)`` of each side's stones: exact, by fixed convolutions, whether the
+    cell can be played now or not (in Connect Four a threat's row and whether its column can
+    reach it decide the game).
+
+    >>> own = torch.zeros(1, 3, 3)
+    >>> own[0, 0, 0] = own[0, 1, 1] = 1.0  # two of a diagonal of three
+    >>> line_threats(own, torch.zeros(1, 3, 3), 3)[0, 0].nonzero().tolist()
+    [[2, 2]]
+    """
+    pad = length - 1
+    lines = _line_kernels(length, own.device, own.dtype)
+    stones = torch.stack([own, other], dim=1)
+    rows, columns = stones.shape[-2:]
+    # stones of each side in every line (the board padded: the lines that stick out of it
+    # count no stone there, and have no empty cell there either)
+    counts = nn.functional.conv2d(stones.reshape(-1, 1, rows, columns), lines, padding=pad)
+    counts = counts.reshape(-1, 2, 4, rows + pad, columns + pad)
+    empty = 1.0 - own - other
+    threats = []
+    for mine, theirs in ((counts[:, 0], counts[:, 1]), (counts[:, 1], counts[:, 0])):
+        one_short = ((mine == length - 1) & (theirs == 0)).to(own.dtype)  # a line that one stone completes
+        # back from the lines to their cells (the adjoint of the convolution), the empty ones kept
+        cells = nn.functional.conv_transpose2d(one_short, lines, padding=pad)
+        threats.append((cells[:, 0] > 0).to(own.dtype) * empty)
+    return torch.stack(threats, dim=1)

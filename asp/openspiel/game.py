@@ -31,6 +31,7 @@ o..
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,6 +62,20 @@ _PLAYABLE = {
 PLAYER_PLANES = {"connect_four": (0, 1), "tic_tac_toe": (2, 1)}
 """The planes of the first player's stones and of the second's in the observation of the
 games whose observation is the same from either seat, by their short names."""
+LINES = {"connect_four": 4, "tic_tac_toe": 3}
+"""The stones in a row that win, of the games of :data:`PLAYER_PLANES` won by a line."""
+RUN_SETTINGS: dict[str, dict[str, Any]] = {
+    "connect_four": {
+        "iterations": 19,
+        "eval_every": 19,
+        "eval_games": 20,
+        "eval_search": 256,
+        "train": {"value_mix": 0.5, "merge_repeats": True, "lr_final": 2e-4, "epochs": 2},
+    },
+}
+"""``asp train``'s settings of the games asp also ships a game of its own for, by their short
+names: those of asp's own (``connect_four``: :meth:`asp.connect4.ConnectFour.run_defaults`,
+its network aside), which ``benchmarks/bench_learning.py`` measured on both."""
 
 
 def _pyspiel() -> Any:
@@ -243,10 +258,16 @@ class OpenSpielGame:
         """``asp train``'s settings for this game where they differ from asp's own: in a game
         whose observation gives each player's stones a plane of their own (``connect_four``,
         ``tic_tac_toe``), a network that sees the board from the mover's side
-        (:attr:`~asp.openspiel.model.SpielNetConfig.player_planes`); none for the others."""
+        (:attr:`~asp.openspiel.model.SpielNetConfig.player_planes`) and the cells that would
+        complete a line (:attr:`~asp.openspiel.model.SpielNetConfig.lines`); in
+        ``connect_four``, the run of asp's own Connect Four (:data:`RUN_SETTINGS`); none for
+        the others."""
         short_name = self.spiel_game.get_type().short_name
+        settings: dict[str, Any] = copy.deepcopy(RUN_SETTINGS.get(short_name, {}))
         planes = PLAYER_PLANES.get(short_name) if self.planes is not None else None
-        return {} if planes is None else {"network": {"player_planes": planes}}
+        if planes is not None:
+            settings["network"] = {"player_planes": planes, "lines": LINES[short_name]}
+        return settings
 
     def movers(self) -> dict[str, Any]:
         """OpenSpiel's ``MCTSBot`` with 100 simulations a move, which every evaluation plays."""
