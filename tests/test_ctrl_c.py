@@ -39,6 +39,25 @@ OWN_LINE = re.compile(r"(asp( train)?: |iteration \d+/\d+: |trained \d+ iteratio
 """The lines the command itself prints: the core budget, progress, the last line."""
 
 
+STARTED = """
+import os
+from asp.util import memory
+from asp.app.cli import script
+
+lean_heap = memory.lean_heap
+
+
+def started():
+    os.write({write}, b".")
+    os.close({write})
+    return lean_heap()
+
+
+memory.lean_heap = started
+script()
+"""
+
+
 class Job:
     """``asp train`` started as a shell starts a job: a process group of its own, here in
     ``base`` with its own temporary directory, its output in ``base/out.txt``."""
@@ -46,11 +65,13 @@ class Job:
     def __init__(self, base: Path) -> None:
         self.base, self.run, self.tmp, self.out = base, base / "run", base / "tmp", base / "out.txt"
         self.tmp.mkdir()
-        # The console script's body (asp.app.cli.script), after a byte on a pipe that says Python
-        # has started and imported it: a signal during Python's own start-up is Python's, not
-        # asp's, to print (asp's package and that module import nothing else).
+        # The console script's body (asp.app.cli.script), with a byte on a pipe that says its
+        # ``try`` has begun: a signal during Python's own start-up, or before that ``try`` is
+        # entered, is Python's, not asp's, to print. The byte is written by the first call inside
+        # the ``try`` (asp.util.memory.lean_heap, wrapped); written before ``script()`` was called,
+        # a Ctrl-C at once could land between the two and print a traceback.
         read, write = os.pipe()
-        code = f"import os; from asp.app.cli import script; os.write({write}, b'.'); os.close({write}); script()"
+        code = STARTED.format(write=write)
         with open(self.out, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", code, *RUN, "--run-dir", str(self.run)],
