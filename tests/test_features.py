@@ -46,8 +46,9 @@ def _planes(features: torch.Tensor) -> torch.Tensor:
 
 
 def _reference_planes(board: chess.Board) -> torch.Tensor:
-    """The 15 planes written out square by square, in the side to move's frame: the attacked
-    squares from python-chess's ``is_attacked_by``, one square after the other."""
+    """The 16 planes written out square by square, in the side to move's frame: the attacked
+    squares from python-chess's ``is_attacked_by``, one square after the other; the mates'
+    squares from every legal move tried."""
     planes = torch.zeros(N_PLANES, 64)
     flip = 0 if board.turn == chess.WHITE else 56
     for square, piece in board.piece_map().items():
@@ -58,13 +59,18 @@ def _reference_planes(board: chess.Board) -> torch.Tensor:
     for square in chess.SQUARES:
         planes[13, square ^ flip] = float(board.is_attacked_by(board.turn, square))
         planes[14, square ^ flip] = float(board.is_attacked_by(not board.turn, square))
+    for move in list(board.legal_moves):
+        board.push(move)
+        if board.is_checkmate():
+            planes[15, move.to_square ^ flip] = 1.0
+        board.pop()
     return planes
 
 
 def test_shape_and_dtype() -> None:
     boards_ = [chess.Board(fen) for fen in START_FENS]
     features = encode_boards(boards_)
-    assert N_FEATURES == N_PLANES * 64 + N_SCALARS == 967
+    assert N_FEATURES == N_PLANES * 64 + N_SCALARS == 1031
     assert features.shape == (len(boards_), N_FEATURES)
     assert features.dtype == torch.float32
     assert encode_boards([chess.Board()], [0]).shape == (1, N_FEATURES)
@@ -157,6 +163,22 @@ def test_en_passant_plane(mover: chess.Color) -> None:
     assert plane.nonzero().flatten().tolist() == [chess.D6]
     board.push_uci("e5d6" if mover == chess.WHITE else "e4d3")
     assert encode_boards([board])[0][12 * 64 : 13 * 64].sum() == 0
+
+
+@pytest.mark.parametrize("mover", [chess.WHITE, chess.BLACK])
+def test_the_mate_plane_shows_where_the_movers_mates_land(mover: chess.Color) -> None:
+    # White's Rxa8 mates, and so would Black's ...Rxa1: the board is its own colour-flipped mirror
+    board = chess.Board("r5k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")
+    board.turn = mover
+    planes = _planes(encode_boards([board])[0])
+    assert planes[15].nonzero().flatten().tolist() == [chess.A8]  # in the mover's frame
+    board.push_san("h3" if mover == chess.WHITE else "h6")  # the mover's king gets a square: no mate for the other
+    assert _planes(encode_boards([board])[0])[15].sum() == 0
+
+
+def test_two_mates_on_one_square_mark_it_once() -> None:
+    board = chess.Board("8/RP6/8/8/8/2K1B3/8/1k6 w - - 0 1")  # b8=Q and b8=R both mate
+    assert _planes(encode_boards([board])[0])[15].nonzero().flatten().tolist() == [chess.B8]
 
 
 @pytest.mark.parametrize(

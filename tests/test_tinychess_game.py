@@ -145,10 +145,13 @@ def test_the_packed_encoding_is_the_features_of_tinychess_with_its_repetitions()
     state = play_line(GAME.start(), "g1f3 g8f6 f3g1 f6g8 b1c3")
     assert state.parent is not None
     root = GAME.search_root(state)
-    states = [state.parent, state, GAME.search_root(state.parent), GAME.apply(root, GAME.actions(root)[0])]
+    mate = GAME.parse_state(MATE_IN_ONE)
+    assert GAME.winning(mate)  # its mates known before it is packed: the plane of its mates reuses them
+    states = [state.parent, state, GAME.search_root(state.parent), GAME.apply(root, GAME.actions(root)[0]), mate]
     rows = GAME.pack(states)
-    assert rows.dtype == np.uint8 and rows.shape == (4, 124)
-    expected = encode_boards([s.board for s in states], [1, 0, 1, 0])
+    assert rows.dtype == np.uint8 and rows.shape == (5, 132)
+    expected = encode_boards([s.board for s in states], [1, 0, 1, 0, 0])
+    assert expected[4, 15 * 64 : 16 * 64].nonzero().flatten().tolist() == [chess.A8]  # the mate's square
     assert torch.equal(GAME.unpack(rows), expected) and torch.equal(GAME.encode(states), expected)
 
 

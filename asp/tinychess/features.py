@@ -3,10 +3,11 @@
 Every board is seen from the side to move (for Black the board is mirrored vertically,
 matching :mod:`asp.tinychess.moves`). A board becomes :data:`N_FEATURES` numbers:
 
-* 15 planes of 64 squares (a1 first): the mover's pawns, knights, bishops, rooks, queens
-  and king, then the opponent's, the en-passant target square, and the squares the mover
+* 16 planes of 64 squares (a1 first): the mover's pawns, knights, bishops, rooks, queens
+  and king, then the opponent's, the en-passant target square, the squares the mover
   and the opponent attack (what a small MLP cannot easily work out from the pieces: which
-  pieces hang, whether a king is in check or has a free square);
+  pieces hang, whether a king is in check or has a free square), and the squares the
+  mover's mating moves land on (:func:`~asp.tinychess.mates.mates_in_one`);
 * 7 scalars: castling rights (mover king side, mover queen side, opponent king side,
   opponent queen side), the half-move clock / 100 (the 50- and 75-move rules), and two
   flags for how often the position's piece placement with this side to move was already
@@ -15,21 +16,23 @@ matching :mod:`asp.tinychess.moves`). A board becomes :data:`N_FEATURES` numbers
 
 The bit unpacking is vectorised with numpy; per board only 13 integers are read from
 python-chess, and the attacked squares are looked up in its attack tables.
-:func:`pack_boards` keeps the compact form (15 bitboards and two small integers),
+:func:`pack_boards` keeps the compact form (16 bitboards and two small integers),
 which self-play sends back with each game so that the trainer need not replay it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import chess
 import numpy as np
 import torch
 
+from asp.tinychess.mates import mates_in_one
+
 __all__ = ["N_FEATURES", "N_PLANES", "N_SCALARS", "encode_boards", "pack_boards", "unpack_boards"]
 
-N_PLANES = 15
+N_PLANES = 16
 """Planes of 64 squares in a board's encoding."""
 N_SCALARS = 7
 """Scalars after the planes: castling rights, the half-move clock, two repetition flags."""
@@ -47,15 +50,20 @@ def encode_boards(boards: Sequence[chess.Board], repetitions: Sequence[int] | No
     (0 for a new position); omitted, it counts as 0.
 
     >>> encode_boards([chess.Board()]).shape
-    torch.Size([1, 967])
+    torch.Size([1, 1031])
     """
     return unpack_boards(*pack_boards(boards, repetitions))
 
 
 def pack_boards(
-    boards: Sequence[chess.Board], repetitions: Sequence[int] | None = None
+    boards: Sequence[chess.Board],
+    repetitions: Sequence[int] | None = None,
+    mates: Sequence[Sequence[chess.Move]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The compact form of :func:`encode_boards`: 124 bytes a board instead of 3,868.
+    """The compact form of :func:`encode_boards`: 132 bytes a board instead of 4,124.
+    ``mates[i]``, where given, is :func:`~asp.tinychess.mates.mates_in_one` of board ``i``
+    (a game's position keeps its own: ``ChessState.mates``, which its search asked for); omitted,
+    it is computed.
 
     Returns ``(bitboards, scalars)``: ``(n, N_PLANES)`` uint64 planes from the mover's side
     (already mirrored for Black), and ``(n, 2)`` uint16: castling and repetition flags, and
@@ -64,7 +72,7 @@ def pack_boards(
 
     >>> bits, scalars = pack_boards([chess.Board()])
     >>> bits.dtype, bits.shape, scalars.tolist()
-    (dtype('uint64'), (1, 15), [[15, 0]])
+    (dtype('uint64'), (1, 16), [[15, 0]])
     """
     n = len(boards)
     bitboards = np.empty((n, N_PLANES), dtype=np.uint64)
@@ -81,6 +89,7 @@ def pack_boards(
             board.rooks & opp, board.queens & opp, board.kings & opp,
             0 if ep is None else chess.BB_SQUARES[ep],
             attacked(board, board.turn), attacked(board, not board.turn),
+            _landings(mates_in_one(board) if mates is None else mates[i]),
         )  # fmt: skip
         rights = board.castling_rights
         white = (_MOVER_K if rights & chess.BB_H1 else 0) | (_MOVER_Q if rights & chess.BB_A1 else 0)
@@ -96,6 +105,18 @@ def pack_boards(
     # Mirroring a board vertically reverses the order of its eight rank bytes.
     bitboards[black] = bitboards[black].byteswap()
     return bitboards, scalars
+
+
+def _landings(moves: Iterable[chess.Move]) -> int:
+    """The squares ``moves`` land on, as a bitboard.
+
+    >>> _landings([chess.Move.from_uci("a1a8"), chess.Move.from_uci("b7b8q")]) == chess.BB_A8 | chess.BB_B8
+    True
+    """
+    squares = 0
+    for move in moves:
+        squares |= chess.BB_SQUARES[move.to_square]
+    return squares
 
 
 def attacked(board: chess.Board, color: chess.Color) -> int:

@@ -144,9 +144,14 @@ class ChessState:
         return None
 
     @functools.cached_property
+    def mates(self) -> list[chess.Move]:
+        """The moves that mate at once: computed once."""
+        return mates_in_one(self.board)
+
+    @functools.cached_property
     def winning(self) -> tuple[int, ...]:
-        """The policy indices of the moves that mate at once: computed once."""
-        return tuple(move_index(move, self.board.turn) for move in mates_in_one(self.board))
+        """The policy indices of the moves that mate at once."""
+        return tuple(move_index(move, self.board.turn) for move in self.mates)
 
 
 class TinyChessGame:
@@ -191,7 +196,7 @@ class TinyChessGame:
         known = state.__dict__  # what was computed of the position carries over
         root.__dict__.update({name: known[name] for name in ("key", "legal", "seen") if name in known})
         if "outcome" in known and known["outcome"] is None:  # a game going on: the same below a root
-            root.__dict__.update({name: known[name] for name in ("outcome", "winning") if name in known})
+            root.__dict__.update({name: known[name] for name in ("outcome", "winning", "mates") if name in known})
         return root
 
     def adjudicate(self, state: ChessState) -> float:
@@ -209,8 +214,9 @@ class TinyChessGame:
         return self.unpack(self.pack(states))
 
     def pack(self, states: Sequence[ChessState]) -> np.ndarray:
-        """The compact form of :meth:`encode`: 124 bytes a position (uint8 rows)."""
-        bitboards, scalars = pack_boards([s.board for s in states], [s.seen if s.tree <= 0 else 0 for s in states])
+        """The compact form of :meth:`encode`: 132 bytes a position (uint8 rows)."""
+        repetitions = [s.seen if s.tree <= 0 else 0 for s in states]
+        bitboards, scalars = pack_boards([s.board for s in states], repetitions, [s.mates for s in states])
         return np.concatenate([bitboards.view(np.uint8), scalars.view(np.uint8)], axis=1)
 
     def unpack(self, rows: np.ndarray) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """Which legal moves mate at once: what TinyChessGame lists as a position's winning actions
 (its ``winning``, the search's :attr:`asp.search.Status.winning`), so that a search counts the position as won and a
-network with ``take_wins`` plays the mate.
+network with ``take_wins`` plays the mate; where they land is a plane of the network's input
+(:mod:`asp.tinychess.features`).
 
 Only the moves that can give check are looked at: a piece that lands on a square from which
 it attacks the enemy king, a piece that uncovers one of our sliders' lines to the king,

@@ -6,7 +6,7 @@ bound by the game rules rather than by the network.
 
 >>> model = TinyChess(ModelConfig())
 >>> sum(p.numel() for p in model.parameters())
-1004995
+1021379
 >>> logits, value = model(torch.zeros(2, N_FEATURES))
 >>> logits.shape, value.shape
 (torch.Size([2, 1858]), torch.Size([2]))
