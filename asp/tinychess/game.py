@@ -144,9 +144,11 @@ class ChessState:
         return None
 
     @functools.cached_property
-    def mates(self) -> list[chess.Move]:
-        """The moves that mate at once: computed once."""
-        return mates_in_one(self.board)
+    def mates(self) -> tuple[chess.Move, ...]:
+        """The moves that mate at once: computed once. A tuple: most positions have none, and
+        the empty tuple is one shared object, not one more per position for the garbage
+        collector (see :attr:`legal`)."""
+        return tuple(mates_in_one(self.board))
 
     @functools.cached_property
     def winning(self) -> tuple[int, ...]:
