@@ -1,8 +1,10 @@
-"""How a checkpoint's games against the random mover end, and the mates in one it leaves.
+"""How a checkpoint's games against one of its game's movers end, and the mates in one it leaves.
 
-Replays a run's evaluation against the uniformly random mover (``GameRun.eval_cfg``:
-same games, seed and search as the run's own evaluations, so the final evaluation of a
-finished run is played again move for move) on one thread, and prints:
+Replays a run's evaluation against a mover of its game (by default the uniformly random
+mover, ``GameRun.eval_cfg``; another, such as ``greedy`` or ``material2``, from the game's
+openings with both colours, ``GameRun.mover_match_cfg``: same games, seed and search as the
+run's own evaluations, so the final evaluation of a finished run is played again move for
+move) on one thread, and prints:
 
 1. the score and how the games ended, from the model's side: ``endings`` as ``metrics.jsonl``
    keeps them (``eval/endings``: ``rules`` or ``max_plies``, a cut game adjudicated by
@@ -12,9 +14,10 @@ finished run is played again move for move) on one thread, and prints:
 
 The third is what the score is made of: a model that does not mate wins at most on material
 at the ply cap, and the random mover gets a hundred moves in which to stumble on a mate. It
-always exits 0.
+exits 0, or 2 where the game has no mover of that name.
 
-    python benchmarks/eval_endings.py RUN_DIR [--games N] [--temperature T] [--policy-only] [--json out.json]
+    python benchmarks/eval_endings.py RUN_DIR [--opponent NAME] [--games N] [--temperature T]
+        [--policy-only] [--json out.json]
 
 ``--policy-only`` plays the network alone, without the run's search (as ``asp eval
 --policy-only``), to see what the network itself has learnt.
@@ -68,11 +71,18 @@ def replayed(records: list[Record]) -> tuple[dict[str, int], dict[str, dict[str,
 
 
 def endings_config(
-    cfg: GameRunConfig, game: Any, version: int, games: int | None, temperature: float | None, policy_only: bool
+    cfg: GameRunConfig,
+    game: Any,
+    version: int,
+    games: int | None,
+    temperature: float | None,
+    policy_only: bool,
+    opponent: str = "random",
 ) -> PlayConfig:
-    """The run's evaluation against the random mover, with the games and temperature asked for;
-    ``policy_only``: the network alone (no search)."""
-    play = GameRun(cfg, game).eval_cfg(version)
+    """The run's evaluation against the mover ``opponent``, with the games and temperature
+    asked for; ``policy_only``: the network alone (no search)."""
+    run = GameRun(cfg, game)
+    play = run.eval_cfg(version) if opponent == "random" else run.mover_match_cfg(version)
     if games is not None:
         play = dataclasses.replace(play, n_games=games)
     if temperature is not None:
@@ -85,6 +95,7 @@ def endings_config(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="run directory or checkpoint file (of a game of chess)")
+    parser.add_argument("--opponent", default="random", help="the game's mover to play (default: random)")
     parser.add_argument("--games", type=int, default=None, help="games (default: the run's eval_games)")
     parser.add_argument("--temperature", type=float, default=None, help="model's temperature (default: the run's)")
     parser.add_argument("--policy-only", action="store_true", help="the network alone: no search")
@@ -95,11 +106,17 @@ def main() -> None:
     _, model, state = run_from_checkpoint(args.run)
     cfg = run_config_of(state)
     game = load_game(cfg.game)
-    play = endings_config(cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only)
-    records, stats = play_games(model, movers_of(game)["random"], play)
+    movers = movers_of(game)
+    if args.opponent not in movers:
+        parser.error(f"--opponent must be one of {', '.join(movers)}, got {args.opponent!r}")
+    play = endings_config(
+        cfg, game, int(state["version"]), args.games, args.temperature, args.policy_only, args.opponent
+    )
+    records, stats = play_games(model, movers[args.opponent], play)
     ended, mates = replayed(records)
     report: dict[str, Any] = {
         "run": args.run,
+        "opponent": args.opponent,
         "games": len(records),
         "temperature": play.temperature,
         "search": 0 if play.search is None else play.search.simulations,
@@ -109,7 +126,10 @@ def main() -> None:
         "mates_in_one": mates,
     }
     how = "the network alone" if play.search is None else f"searching {play.search.simulations} simulations a move"
-    print(f"{args.run}: score {report['score']:.3f} over {len(records)} games at temperature {play.temperature}, {how}")
+    print(
+        f"{args.run}: score {report['score']:.3f} against {args.opponent} over {len(records)} games"
+        f" at temperature {play.temperature}, {how}"
+    )
     for key, n in sorted(report["endings"].items(), key=lambda kv: -kv[1]):
         print(f"  {key:28s} {n:5d}")
     print(f"  mean length {report['mean_plies']} plies")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -36,3 +37,10 @@ def test_a_replay_names_the_rule_that_ended_a_game_and_counts_the_mates_in_one()
     ended, mates = replayed([fools, cut])
     assert ended == {"draw/max_plies": 1, "loss/checkmate": 1}
     assert mates == {"model": {"positions": 0, "played": 0}, "opponent": {"positions": 1, "played": 1}}
+
+
+def test_another_mover_is_played_from_the_games_openings_as_the_runs_evaluations_play_it() -> None:
+    cfg = defaults_for("tinychess")
+    play = endings_config(cfg, CHESS, version=3, games=None, temperature=None, policy_only=True, opponent="greedy")
+    assert play == dataclasses.replace(GameRun(cfg, CHESS).mover_match_cfg(3), search=None)
+    assert play.openings and play.openings[0] == play.openings[1] != play.openings[2]
