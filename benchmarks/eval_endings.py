@@ -81,8 +81,7 @@ def endings_config(
 ) -> PlayConfig:
     """The run's evaluation against the mover ``opponent``, with the games and temperature
     asked for; ``policy_only``: the network alone (no search)."""
-    run = GameRun(cfg, game)
-    play = run.eval_cfg(version) if opponent == "random" else run.mover_match_cfg(version)
+    play = GameRun(cfg, game).mover_cfg(version, opponent)
     if games is not None:
         play = dataclasses.replace(play, n_games=games)
     if temperature is not None:

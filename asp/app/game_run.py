@@ -138,6 +138,12 @@ class GameRun:
         the game's openings where it has them (:func:`~asp.app.run_config.match_starts`)."""
         return dataclasses.replace(self.eval_cfg(version), **match_starts(self.game, between_networks=False))
 
+    def mover_cfg(self, version: int, mover: str) -> PlayConfig:
+        """The config of an evaluation against the game's mover named ``mover``
+        (:func:`~asp.games.movers.movers_of`): :meth:`eval_cfg` for the random mover,
+        :meth:`mover_match_cfg` for the others."""
+        return self.eval_cfg(version) if mover == "random" else self.mover_match_cfg(version)
+
     def version_match_cfg(self, version: int, opponent_version: int) -> PlayConfig:
         """The config of a match of ``version`` against a version the run keeps, both playing
         to win from varied starts (each played with both colours): at most

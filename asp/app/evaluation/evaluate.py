@@ -64,11 +64,8 @@ async def evaluate(
     matches: dict[str, tuple[Any, Any]] = {
         f"eval_v{old}": (network, run.version_match_cfg(version, old)) for old, network in past
     }
-    movers = all_movers(run.game)
-    matches["eval"] = (movers["random"], run.eval_cfg(version))
-    for name, mover in movers.items():
-        if name != "random":
-            matches[f"eval_{name}"] = (mover, run.mover_match_cfg(version))
+    for name, mover in all_movers(run.game).items():  # the random mover first: ``eval``
+        matches["eval" if name == "random" else f"eval_{name}"] = (mover, run.mover_cfg(version, name))
     played = await play_matches(
         selfplay, model, matches, precision=run.cfg.eval_precision, priority=EVAL_PRIORITY, deadline=deadline
     )
