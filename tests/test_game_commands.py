@@ -277,7 +277,7 @@ def test_a_tinychess_game_run_trains_with_tinychess_settings_and_an_option_keeps
     assert (cfg.iterations, cfg.games, cfg.max_plies, cfg.search, cfg.eval_every) == (24, 160, 200, 8, 24)
     train = cfg.train
     assert (train.batch_size, train.value_coef, train.device) == (1024, 0.5, "cpu")
-    assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.1, 0.95)
+    assert (train.outcome_gamma, train.heuristic_weight, train.heuristic_gamma) == (0.95, 0.1, 0.8)
     other = train_config(_parser().parse_args(["train", "--game", "connect4"]))[0].cfg
     assert (other.games, other.train.heuristic_weight, other.train.outcome_gamma) == (200, 0.0, 1.0)
 
